@@ -1,0 +1,160 @@
+"""The code graph: a networkx MultiDiGraph of directories, files, classes and functions.
+
+Node ids:
+    directory  ``"pkg/sub"`` (the root is ``"."``)
+    file       ``"pkg/sub/mod.py"``
+    class      ``"pkg/sub/mod.py:Outer.Inner"``
+    function   ``"pkg/sub/mod.py:Outer.method"`` / ``"pkg/sub/mod.py:outer.inner"``
+A second definition with the same qualified name in one file (a property setter, an
+overload, a definition under ``if``) gets ``#2``, ``#3``... appended to its id.
+
+Node attributes: ``kind`` (directory/file/class/function), ``path``, ``name`` (qualified
+name, "" for files and directories), ``language``, ``start_line`` and ``end_line``
+(1-based, inclusive; files span their whole text), ``text`` (source of classes and
+functions). Edges carry ``type`` (contains/invokes/imports/inherits) and use it as key.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from spider.errors import IndexFormatError
+
+GRAPH_FORMAT_VERSION = 1
+
+
+@dataclass
+class ParseStats:
+    """What indexing saw: files parsed per language, files skipped per reason, timings."""
+
+    parsed: Counter[str] = field(default_factory=Counter)  # language -> files
+    skipped: Counter[str] = field(default_factory=Counter)  # reason -> files
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"parsed": dict(self.parsed), "skipped": dict(self.skipped), "seconds": self.seconds}
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """A read-only view of one node's attributes."""
+
+    id: str
+    kind: str
+    path: str
+    name: str
+    language: str
+    start_line: int
+    end_line: int
+    text: str
+
+
+class CodeGraph:
+    """The repository graph plus the stats of the parse that built it."""
+
+    def __init__(
+        self,
+        graph: nx.MultiDiGraph | None = None,
+        stats: ParseStats | None = None,
+        commit: str | None = None,
+    ) -> None:
+        self.g: nx.MultiDiGraph = graph if graph is not None else nx.MultiDiGraph()
+        self.stats = stats or ParseStats()
+        self.commit = commit
+
+    # -- construction -----------------------------------------------------------------
+    def add_node(self, node_id: str, **attrs: Any) -> None:
+        """Add or update a node."""
+        self.g.add_node(node_id, **attrs)
+
+    def add_edge(self, src: str, dst: str, edge_type: str) -> None:
+        """Add one typed edge (idempotent)."""
+        if not self.g.has_edge(src, dst, key=edge_type):
+            self.g.add_edge(src, dst, key=edge_type, type=edge_type)
+
+    # -- queries ----------------------------------------------------------------------
+    def node(self, node_id: str) -> NodeInfo:
+        """The attributes of one node."""
+        a = self.g.nodes[node_id]
+        return NodeInfo(
+            id=node_id,
+            kind=a.get("kind", ""),
+            path=a.get("path", ""),
+            name=a.get("name", ""),
+            language=a.get("language", ""),
+            start_line=int(a.get("start_line", 0)),
+            end_line=int(a.get("end_line", 0)),
+            text=a.get("text", ""),
+        )
+
+    def nodes_of_kind(self, kind: str) -> Iterator[str]:
+        """Ids of every node of the given kind, in insertion order."""
+        return (n for n, a in self.g.nodes(data=True) if a.get("kind") == kind)
+
+    def functions(self) -> list[str]:
+        """Ids of every function node, in insertion order (stable across runs)."""
+        return list(self.nodes_of_kind("function"))
+
+    def neighbours(self, node_id: str, edge_type: str) -> set[str]:
+        """Nodes one ``edge_type`` edge away, in either direction."""
+        out = {v for _, v, k in self.g.out_edges(node_id, keys=True) if k == edge_type}
+        out |= {u for u, _, k in self.g.in_edges(node_id, keys=True) if k == edge_type}
+        return out
+
+    def counts(self) -> dict[str, Any]:
+        """Node counts per kind and edge counts per type."""
+        kinds = Counter(a.get("kind", "?") for _, a in self.g.nodes(data=True))
+        edges = Counter(k for _, _, k in self.g.edges(keys=True))
+        return {"nodes": dict(kinds), "edges": dict(edges)}
+
+    # -- persistence ------------------------------------------------------------------
+    def save(self, path: str | Path) -> None:
+        """Write the graph as gzipped node-link JSON."""
+        data = {
+            "version": GRAPH_FORMAT_VERSION,
+            "commit": self.commit,
+            "stats": self.stats.to_dict(),
+            "graph": nx.node_link_data(self.g, edges="edges"),
+        }
+        tmp = Path(str(path) + ".tmp")
+        with gzip.open(tmp, "wt", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> CodeGraph:
+        """Read a graph written by :meth:`save`."""
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as fh:
+                data = json.load(fh)
+            if data.get("version") != GRAPH_FORMAT_VERSION:
+                raise IndexFormatError(
+                    f"{path}: graph format {data.get('version')} != {GRAPH_FORMAT_VERSION}; "
+                    "delete it to rebuild"
+                )
+            g = nx.node_link_graph(data["graph"], directed=True, multigraph=True, edges="edges")
+        except (OSError, ValueError, KeyError) as exc:
+            raise IndexFormatError(f"cannot read graph {path}: {exc}; delete it to rebuild") from exc
+        st = data.get("stats", {})
+        stats = ParseStats(
+            parsed=Counter(st.get("parsed", {})),
+            skipped=Counter(st.get("skipped", {})),
+            seconds=float(st.get("seconds", 0.0)),
+        )
+        return cls(g, stats, data.get("commit"))
+
+    def stats_dict(self) -> dict[str, Any]:
+        """Stats and counts together, for printing."""
+        return {**self.stats.to_dict(), **self.counts(), "commit": self.commit}
+
+
+__all__ = ["CodeGraph", "NodeInfo", "ParseStats", "asdict"]

@@ -1,0 +1,142 @@
+"""Engine settings: one pydantic-settings class read from ``SPIDER_*`` variables.
+
+Every ranking weight, cap and threshold the engine uses lives here (or in a named
+constant beside the code that uses it) with a one-line reason.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+EdgeType = Literal["contains", "invokes", "imports", "inherits"]
+SelectorName = Literal["offline", "anthropic", "none", "oracle"]
+FirstStage = Literal["dense", "bm25", "hybrid"]
+
+EXPANDABLE_EDGES: frozenset[str] = frozenset({"contains", "invokes"})
+
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    # tests: the bot points at code to fix, and the benchmark's ground truth excludes them
+    "**/test/**", "**/tests/**", "**/testing/**", "**/__tests__/**", "**/spec/**",
+    "**/test_*.py", "**/*_test.py", "**/*_tests.py", "**/conftest.py",
+    "**/*Test.java", "**/*Tests.java", "**/*.test.*", "**/*.spec.*", "**/*_test.go",
+    "**/*Test.kt", "**/*Tests.cs", "**/*_spec.rb", "**/*Test.php",
+    # vendored and build output
+    "**/node_modules/**", "**/vendor/**", "**/third_party/**", "**/thirdparty/**",
+    "**/dist/**", "**/build/**", "**/target/**", "**/out/**", "**/.git/**",
+    "**/site-packages/**", "**/bower_components/**",
+    # minified and generated
+    "**/*.min.js", "**/*.min.mjs", "**/*.bundle.js", "**/*_pb2.py", "**/*.pb.go",
+    "**/*.generated.*", "**/*.g.cs", "**/*.d.ts",
+)
+
+
+def parse_edges(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Turn ``"contains,invokes"`` / ``"both"`` / a list into a validated edge tuple."""
+    if isinstance(value, str):
+        items = [v.strip() for v in value.replace("+", ",").split(",") if v.strip()]
+    else:
+        items = [str(v).strip() for v in value]
+    if items == ["both"]:
+        items = ["contains", "invokes"]
+    if items == ["none"]:
+        return ()
+    bad = [i for i in items if i not in EXPANDABLE_EDGES]
+    if bad:
+        raise ValueError(
+            f"unknown edge type(s) {bad}: expected contains, invokes, both or none"
+        )
+    return tuple(dict.fromkeys(items))
+
+
+class EngineSettings(BaseSettings):
+    """Settings of the localization engine (``SPIDER_`` environment variables)."""
+
+    model_config = SettingsConfigDict(env_prefix="SPIDER_", extra="ignore")
+
+    # --- SpIDER budget and expansion (paper defaults: K=20, C=5, d=4, N=500) ---
+    k: int = Field(20, ge=1, le=200, description="results returned (the fixed budget K)")
+    centres: int = Field(5, ge=0, le=50, description="top-ranked hits expanded (C)")
+    depth: int = Field(4, ge=1, le=10, description="max hops along contains edges (d)")
+    pool: int = Field(500, ge=1, description="first-stage list candidates must lie in (N)")
+    edges: Annotated[tuple[str, ...], NoDecode] = Field(
+        ("contains", "invokes"), description="edge types expanded: contains, invokes or both"
+    )
+    invokes_depth: int = Field(1, ge=1, le=4, description="max hops along invokes edges")
+    invokes_neighbour_cap: int = Field(
+        100, ge=1, description="best-ranked invokes neighbours explored per centre (paper: 100)"
+    )
+    selector: SelectorName = "offline"
+    first_stage: FirstStage = "hybrid"
+
+    # --- graph ---
+    invokes_max_candidates: int = Field(
+        3, ge=1, description="a call name matching more definitions than this is not linked"
+    )
+    max_file_bytes: int = Field(
+        1_000_000, ge=1, description="source files above this size are skipped"
+    )
+    max_line_chars: int = Field(
+        5_000, ge=80, description="files with a longer average line are treated as minified"
+    )
+    parse_timeout_s: float = Field(5.0, gt=0, description="per-file tree-sitter time budget")
+    exclude_tests: bool = True
+    exclude: Annotated[list[str], NoDecode] = Field(default_factory=list, description="extra glob exclusions")
+    include: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="if set, only paths matching these globs"
+    )
+
+    # --- retrieval ---
+    model: str = Field("", description="sentence-transformers name or path; empty = bundled MiniLM")
+    max_seq_length: int = Field(256, ge=32, le=8192, description="encoder token cap per text")
+    embed_batch_size: int = Field(32, ge=1)
+    cache_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".cache" / "spider",
+        description="embedding cache and repository mirrors",
+    )
+
+    # --- anthropic selector ---
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str = "https://api.anthropic.com"
+    anthropic_model: str = "claude-sonnet-4-20250514"
+    anthropic_timeout_s: float = Field(60.0, gt=0)
+    anthropic_max_retries: int = Field(3, ge=0)
+    anthropic_temperature: float = Field(0.1, ge=0, le=1, description="paper: 0.1")
+    candidate_chars: int = Field(1500, ge=100, description="code shown per candidate (paper)")
+    max_issue_chars: int = Field(
+        20_000, ge=200, description="issue text is truncated to this before any model call"
+    )
+
+    @field_validator("edges", mode="before")
+    @classmethod
+    def _edges(cls, v: object) -> tuple[str, ...]:
+        return parse_edges(v)  # type: ignore[arg-type]
+
+    @field_validator("exclude", "include", mode="before")
+    @classmethod
+    def _globs(cls, v: object) -> object:
+        if isinstance(v, str):
+            return [g.strip() for g in v.split(",") if g.strip()]
+        return v
+
+    def exclusion_globs(self) -> list[str]:
+        """The default exclusions plus the configured ones."""
+        base = list(DEFAULT_EXCLUDES)
+        if not self.exclude_tests:
+            base = [g for g in base if not _is_test_glob(g)]
+        return base + list(self.exclude)
+
+
+def _is_test_glob(glob: str) -> bool:
+    g = glob.lower()
+    return any(t in g for t in ("test", "spec", "conftest"))
+
+
+@lru_cache(maxsize=1)
+def get_engine_settings() -> EngineSettings:
+    """The process-wide engine settings (tests may call ``cache_clear``)."""
+    return EngineSettings()

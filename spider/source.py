@@ -1,0 +1,207 @@
+"""Where source files come from: a directory on disk, or a git commit read without checkout.
+
+Both kinds list files first (path and size, no content) so exclusions and size caps are
+applied before anything is read, and both refuse symlinks and submodules so nothing
+outside the repository is ever read.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from spider.errors import RepositoryNotFound, SourceError
+
+# git must never run hooks, ask for credentials or smudge LFS content for us.
+GIT_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_LFS_SKIP_SMUDGE": "1",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_ASKPASS": "/bin/true",
+}
+GIT_TIMEOUT_S = 600  # listing/reading a very large tree is slow but must end
+# Directories never worth walking on disk (VCS data, virtualenvs, caches, dependencies).
+PRUNE_DIRS = frozenset(
+    {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
+     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache"}
+)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One regular file of the tree: repository-relative posix path and size in bytes."""
+
+    path: str
+    size: int
+
+
+class SourceTree(Protocol):
+    """A readable snapshot of a repository."""
+
+    commit: str | None
+
+    def files(self) -> list[SourceFile]:
+        """Every regular file (no symlinks, no submodules), without content."""
+        ...
+
+    def read_many(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """Contents of the given paths, in the given order."""
+        ...
+
+
+def git(args: list[str], cwd: Path, *, input_bytes: bytes | None = None) -> bytes:
+    """Run git safely (no hooks, no prompts) and return stdout; raise SourceError on failure."""
+    env = {**os.environ, **GIT_ENV}
+    try:
+        proc = subprocess.run(
+            ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args],
+            cwd=cwd,
+            input=input_bytes,
+            capture_output=True,
+            env=env,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SourceError(f"git {' '.join(args[:2])} failed in {cwd}: {exc}") from exc
+    if proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise SourceError(f"git {' '.join(args[:2])} failed in {cwd}: {msg[-1] if msg else ''}")
+    return proc.stdout
+
+
+class DirectorySource:
+    """Files of a directory on disk (a working tree, or any folder)."""
+
+    def __init__(self, root: str | Path) -> None:
+        path = Path(root)
+        if not path.exists():
+            raise RepositoryNotFound(f"repository path does not exist: {path}")
+        if not path.is_dir():
+            raise RepositoryNotFound(f"repository path is not a directory: {path}")
+        self.root = path.resolve()
+        self.commit: str | None = self._head()
+
+    def _head(self) -> str | None:
+        if not (self.root / ".git").exists():
+            return None
+        try:
+            return git(["rev-parse", "HEAD"], self.root).decode().strip() or None
+        except SourceError:
+            return None
+
+    def files(self) -> list[SourceFile]:
+        """Walk the directory without following symlinks; skip .git."""
+        out: list[SourceFile] = []
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in PRUNE_DIRS and not os.path.islink(os.path.join(dirpath, d))
+            )
+            for name in sorted(filenames):
+                full = os.path.join(dirpath, name)
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    continue
+                if not _is_regular(st.st_mode):
+                    continue
+                rel = os.path.relpath(full, self.root).replace(os.sep, "/")
+                out.append(SourceFile(rel, st.st_size))
+        return out
+
+    def read_many(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """Read each path, refusing anything that resolves outside the root."""
+        for rel in paths:
+            full = (self.root / rel).resolve()
+            if self.root not in full.parents or full.is_symlink():
+                continue
+            try:
+                yield rel, full.read_bytes()
+            except OSError:
+                continue
+
+
+def _is_regular(mode: int) -> bool:
+    import stat
+
+    return stat.S_ISREG(mode)
+
+
+class GitSource:
+    """Files of one commit of a git repository (bare or not), read via ls-tree/cat-file."""
+
+    def __init__(self, git_dir: str | Path, rev: str = "HEAD") -> None:
+        path = Path(git_dir)
+        if not path.is_dir():
+            raise RepositoryNotFound(f"git repository not found: {path}")
+        self.git_dir = path
+        self.commit: str | None = (
+            git(["rev-parse", "--verify", f"{rev}^{{commit}}"], path).decode().strip()
+        )
+
+    def files(self) -> list[SourceFile]:
+        """Regular blobs of the commit (mode 100644/100755); symlinks and submodules skipped."""
+        raw = git(["ls-tree", "-r", "-l", "-z", "--full-tree", self.commit or "HEAD"], self.git_dir)
+        out: list[SourceFile] = []
+        for entry in raw.split(b"\0"):
+            if not entry:
+                continue
+            meta, _, name = entry.partition(b"\t")
+            parts = meta.split()
+            if len(parts) < 4 or parts[1] != b"blob" or parts[0] not in (b"100644", b"100755"):
+                continue
+            path = name.decode("utf-8", "surrogateescape")
+            if path.startswith("/") or ".." in path.split("/"):
+                continue
+            size = int(parts[3]) if parts[3].isdigit() else 0
+            out.append(SourceFile(path, size))
+        return out
+
+    def read_many(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """Stream blobs through one ``git cat-file --batch`` process."""
+        wanted = list(paths)
+        if not wanted:
+            return
+        env = {**os.environ, **GIT_ENV}
+        proc = subprocess.Popen(
+            ["git", "cat-file", "--batch"],
+            cwd=self.git_dir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            for rel in wanted:
+                proc.stdin.write(f"{self.commit}:{rel}\n".encode("utf-8", "surrogateescape"))
+                proc.stdin.flush()
+                header = proc.stdout.readline().split()
+                if len(header) < 3 or header[1] != b"blob":
+                    continue
+                size = int(header[2])
+                data = proc.stdout.read(size)
+                proc.stdout.read(1)  # trailing newline
+                yield rel, data
+        finally:
+            proc.stdin.close()
+            proc.stdout.close()
+            proc.wait(timeout=30)
+
+
+def open_source(path: str | Path, rev: str | None = None) -> SourceTree:
+    """A GitSource when ``rev`` is given or ``path`` is a bare repository, else a DirectorySource."""
+    p = Path(path)
+    if not p.exists():
+        raise RepositoryNotFound(f"repository path does not exist: {p}")
+    if not p.is_dir():
+        raise RepositoryNotFound(f"repository path is not a directory: {p}")
+    if rev is not None:
+        return GitSource(p, rev)
+    if (p / "HEAD").is_file() and (p / "objects").is_dir() and not (p / ".git").exists():
+        return GitSource(p, "HEAD")
+    return DirectorySource(p)
