@@ -21,17 +21,45 @@ EXPANDABLE_EDGES: frozenset[str] = frozenset({"contains", "invokes"})
 
 DEFAULT_EXCLUDES: tuple[str, ...] = (
     # tests: the bot points at code to fix, and the benchmark's ground truth excludes them
-    "**/test/**", "**/tests/**", "**/testing/**", "**/__tests__/**", "**/spec/**",
-    "**/test_*.py", "**/*_test.py", "**/*_tests.py", "**/conftest.py",
-    "**/*Test.java", "**/*Tests.java", "**/*.test.*", "**/*.spec.*", "**/*_test.go",
-    "**/*Test.kt", "**/*Tests.cs", "**/*_spec.rb", "**/*Test.php",
+    "**/test/**",
+    "**/tests/**",
+    "**/testing/**",
+    "**/__tests__/**",
+    "**/spec/**",
+    "**/test_*.py",
+    "**/*_test.py",
+    "**/*_tests.py",
+    "**/conftest.py",
+    "**/*Test.java",
+    "**/*Tests.java",
+    "**/*.test.*",
+    "**/*.spec.*",
+    "**/*_test.go",
+    "**/*Test.kt",
+    "**/*Tests.cs",
+    "**/*_spec.rb",
+    "**/*Test.php",
     # vendored and build output
-    "**/node_modules/**", "**/vendor/**", "**/third_party/**", "**/thirdparty/**",
-    "**/dist/**", "**/build/**", "**/target/**", "**/out/**", "**/.git/**",
-    "**/site-packages/**", "**/bower_components/**",
+    "**/node_modules/**",
+    "**/vendor/**",
+    "**/third_party/**",
+    "**/thirdparty/**",
+    "**/dist/**",
+    "**/build/**",
+    "**/target/**",
+    "**/out/**",
+    "**/.git/**",
+    "**/site-packages/**",
+    "**/bower_components/**",
     # minified and generated
-    "**/*.min.js", "**/*.min.mjs", "**/*.bundle.js", "**/*_pb2.py", "**/*.pb.go",
-    "**/*.generated.*", "**/*.g.cs", "**/*.d.ts",
+    "**/*.min.js",
+    "**/*.min.mjs",
+    "**/*.bundle.js",
+    "**/*_pb2.py",
+    "**/*.pb.go",
+    "**/*.generated.*",
+    "**/*.g.cs",
+    "**/*.d.ts",
 )
 
 
@@ -47,9 +75,7 @@ def parse_edges(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
         return ()
     bad = [i for i in items if i not in EXPANDABLE_EDGES]
     if bad:
-        raise ValueError(
-            f"unknown edge type(s) {bad}: expected contains, invokes, both or none"
-        )
+        raise ValueError(f"unknown edge type(s) {bad}: expected contains, invokes, both or none")
     return tuple(dict.fromkeys(items))
 
 
@@ -85,7 +111,9 @@ class EngineSettings(BaseSettings):
     )
     parse_timeout_s: float = Field(5.0, gt=0, description="per-file tree-sitter time budget")
     exclude_tests: bool = True
-    exclude: Annotated[list[str], NoDecode] = Field(default_factory=list, description="extra glob exclusions")
+    exclude: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="extra glob exclusions"
+    )
     include: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="if set, only paths matching these globs"
     )
@@ -105,7 +133,9 @@ class EngineSettings(BaseSettings):
     anthropic_model: str = "claude-sonnet-4-20250514"
     anthropic_timeout_s: float = Field(60.0, gt=0)
     anthropic_max_retries: int = Field(3, ge=0)
-    anthropic_temperature: float = Field(0.1, ge=0, le=1, description="paper: 0.1")
+    anthropic_temperature: float | None = Field(
+        0.1, ge=0, le=1, description="paper: 0.1; unset for models that reject it"
+    )
     candidate_chars: int = Field(1500, ge=100, description="code shown per candidate (paper)")
     max_issue_chars: int = Field(
         20_000, ge=200, description="issue text is truncated to this before any model call"

@@ -26,8 +26,21 @@ GIT_ENV = {
 GIT_TIMEOUT_S = 600  # listing/reading a very large tree is slow but must end
 # Directories never worth walking on disk (VCS data, virtualenvs, caches, dependencies).
 PRUNE_DIRS = frozenset(
-    {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".cache",
+    }
 )
 
 
@@ -99,7 +112,9 @@ class DirectorySource:
         out: list[SourceFile] = []
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
             dirnames[:] = sorted(
-                d for d in dirnames if d not in PRUNE_DIRS and not os.path.islink(os.path.join(dirpath, d))
+                d
+                for d in dirnames
+                if d not in PRUNE_DIRS and not os.path.islink(os.path.join(dirpath, d))
             )
             for name in sorted(filenames):
                 full = os.path.join(dirpath, name)

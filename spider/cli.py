@@ -1,0 +1,174 @@
+"""The ``spider`` command: index a repository, locate an issue, benchmark."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from spider.errors import EmptyIssue, InputError, PermanentError, SpiderError
+from spider.models import Issue
+from spider.settings import EngineSettings
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="SpIDER issue localization: which functions will a fix most likely edit?",
+)
+err = Console(stderr=True)
+
+PathArg = Annotated[Path, typer.Argument(help="repository: a working tree or a git dir")]
+RevOpt = Annotated[
+    str | None, typer.Option("--rev", help="read this commit from git instead of the work tree")
+]
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def _settings(**overrides: object) -> EngineSettings:
+    clean = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        return EngineSettings(**clean)
+    except ValueError as exc:
+        raise _fail(str(exc).splitlines()[0] if str(exc) else "invalid settings") from exc
+
+
+def _open(path: Path, rev: str | None):  # -> SourceTree
+    from spider.source import open_source
+
+    return open_source(path, rev)
+
+
+@app.command()
+def index(
+    path: PathArg,
+    rev: RevOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print counts as JSON")] = False,
+    first_stage: Annotated[str | None, typer.Option(help="dense, bm25 or hybrid")] = None,
+) -> None:
+    """Build or warm the index (graph + embeddings) and print what it holds."""
+    try:
+        settings = _settings(first_stage=first_stage)
+        from spider.index import build_index
+
+        t0 = time.perf_counter()
+        idx = build_index(_open(path, rev), settings, progress=sys.stderr.isatty())
+        seconds = time.perf_counter() - t0
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    report = {**idx.graph.stats_dict(), **idx.stats, "seconds": round(seconds, 3)}
+    if json_out:
+        typer.echo(json.dumps(report, indent=2, default=str))
+        return
+    c = Console()
+    c.print(f"[bold]{path}[/bold] at {idx.commit or 'working tree'}")
+    parsed = report["parsed"]
+    c.print(
+        f"files parsed: {sum(parsed.values())} "
+        + " ".join(f"{k}={v}" for k, v in sorted(parsed.items()))
+    )
+    skipped = report["skipped"]
+    c.print(
+        f"files skipped: {sum(skipped.values())} "
+        + " ".join(f"{k}={v}" for k, v in sorted(skipped.items()))
+    )
+    nodes = report["nodes"]
+    c.print("nodes: " + " ".join(f"{k}={v}" for k, v in sorted(nodes.items())))
+    c.print("edges: " + " ".join(f"{k}={v}" for k, v in sorted(report["edges"].items())))
+    c.print(
+        f"embedded {report.get('embedded', 0)} functions, {report.get('embed_cached', 0)} from cache"
+        f"; graph {'from cache' if report.get('graph_cached') else 'built'}"
+        f"; {seconds:.2f} s"
+    )
+
+
+@app.command()
+def locate(
+    path: PathArg,
+    issue: Annotated[str | None, typer.Option("--issue", help="issue text (title first)")] = None,
+    issue_file: Annotated[
+        Path | None, typer.Option("--issue-file", help="file holding the issue text")
+    ] = None,
+    k: Annotated[int | None, typer.Option("--k", help="results to return (K)")] = None,
+    selector: Annotated[str | None, typer.Option(help="offline, anthropic or none")] = None,
+    edges: Annotated[str | None, typer.Option(help="contains, invokes or both")] = None,
+    first_stage: Annotated[str | None, typer.Option(help="dense, bm25 or hybrid")] = None,
+    rev: RevOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Rank the functions most likely to need an edit for an issue."""
+    if (issue is None) == (issue_file is None):
+        raise _fail("give exactly one of --issue TEXT or --issue-file FILE")
+    if issue_file is not None:
+        try:
+            text = issue_file.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise _fail(f"cannot read issue file {issue_file}: {exc.strerror}") from exc
+    else:
+        text = issue or ""
+    if not text.strip():
+        raise _fail("the issue text is empty")
+    title, _, body = text.strip().partition("\n")
+    try:
+        settings = _settings(k=k, selector=selector, edges=edges, first_stage=first_stage)
+        from spider.index import build_index
+        from spider.locate import locate as run_locate
+
+        t0 = time.perf_counter()
+        idx = build_index(_open(path, rev), settings, progress=sys.stderr.isatty())
+        t1 = time.perf_counter()
+        result = run_locate(idx, Issue(title=title, body=body), settings)
+        t2 = time.perf_counter()
+    except (InputError, EmptyIssue, PermanentError) as exc:
+        raise _fail(str(exc)) from exc
+    except SpiderError as exc:
+        raise _fail(f"{exc} (transient: try again)", code=3) from exc
+    result.timings.update(index=t1 - t0, query=t2 - t1)
+    if json_out:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    table = Table(title=f"top {len(result.hits)} for: {title[:70]}", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("function")
+    table.add_column("lines", justify="right")
+    table.add_column("why")
+    for n, h in enumerate(result.hits, 1):
+        table.add_row(
+            str(n), h.id, f"{h.start_line}-{h.end_line}", "; ".join(r.describe() for r in h.reasons)
+        )
+    c = Console()
+    c.print(table)
+    c.print(
+        f"commit {result.commit or 'working tree'} · index {t1 - t0:.2f} s · query {t2 - t1:.2f} s"
+    )
+
+
+def _mount_bench() -> None:
+    try:
+        from spider.bench.cli import bench_app
+    except ImportError:  # the benchmark package is optional in slim installs
+        return
+    app.add_typer(bench_app, name="bench")
+
+
+_mount_bench()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    app()
+
+
+if __name__ == "__main__":
+    main()

