@@ -83,7 +83,7 @@ class Encoder:
         """Unit-norm float32 vectors for ``texts``, cached by content hash."""
         clipped = [self._clip(t) for t in texts]
         keys = [text_key(self.model_id, t) for t in clipped]
-        found = self.cache.get_many(set(keys)) if self.cache else {}
+        found = self.cache.get_many(set(keys)) if self.cache is not None else {}
         missing = sorted(
             {k: i for i, k in enumerate(keys) if k not in found}.items(),
             key=lambda kv: len(clipped[kv[1]]),
@@ -105,7 +105,7 @@ class Encoder:
             )
             new = {k: v for (k, _), v in zip(chunk, vecs, strict=True)}
             found.update(new)
-            if self.cache:
+            if self.cache is not None:
                 self.cache.put_many(new)
             self.embedded += len(chunk)
             if progress:

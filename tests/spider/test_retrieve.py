@@ -1,0 +1,79 @@
+"""First-stage pieces: tokenization, fusion, BM25, the embedding cache and the encoder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spider.retrieve.bm25 import LexicalIndex
+from spider.retrieve.cache import EmbeddingCache, text_key
+from spider.retrieve.dense import Encoder
+from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.tokenize import code_tokens, split_identifier
+
+
+def test_split_identifier_handles_snake_camel_and_acronyms() -> None:
+    assert split_identifier("getHTTPResponse_code") == ["get", "http", "response", "code"]
+    assert split_identifier("__init__") == ["init"]
+    assert split_identifier("parse2json") == ["parse", "2", "json"]
+
+
+def test_code_tokens_keep_compound_and_drop_stopwords() -> None:
+    toks = code_tokens("The Session.send_request() fails for getURL")
+    assert "send_request" in toks and "send" in toks and "request" in toks
+    assert "geturl" in toks and "url" in toks
+    assert "the" not in toks and "for" not in toks
+
+
+def test_ranks_from_scores_is_one_based_and_stable() -> None:
+    assert ranks_from_scores(np.array([0.1, 0.9, 0.5, 0.9])).tolist() == [4, 1, 3, 2]
+
+
+def test_reciprocal_rank_fusion_by_hand() -> None:
+    a = np.array([1, 2, 3])
+    b = np.array([3, 1, 2])
+    fused = reciprocal_rank_fusion([a, b], k=60)
+    assert fused[0] == pytest.approx(1 / 61 + 1 / 63)
+    assert fused[1] == pytest.approx(1 / 62 + 1 / 61)
+    assert int(np.argmax(fused)) == 1
+    with pytest.raises(ValueError):
+        reciprocal_rank_fusion([])
+
+
+def test_bm25_prefers_exact_identifier() -> None:
+    docs = [
+        "def send_request(self): return self.adapter.send()",
+        "def parse_header(value): return value.split(';')",
+        "def close(self): pass",
+    ]
+    idx = LexicalIndex(docs)
+    s = idx.scores("header parsing breaks in parse_header")
+    assert int(np.argmax(s)) == 1
+    assert idx.scores("zzzz qqqq").tolist() == [0.0, 0.0, 0.0]
+
+
+def test_embedding_cache_round_trip(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path)
+    v = np.arange(4, dtype=np.float32)
+    cache.put_many({"k1": v})
+    got = cache.get_many(["k1", "missing"])
+    assert list(got) == ["k1"] and got["k1"].tolist() == v.tolist()
+    assert len(cache) == 1
+    assert text_key("m", "x") != text_key("m2", "x")
+    cache.close()
+
+
+def test_encoder_embeds_only_what_the_cache_lacks(tmp_path: Path) -> None:
+    enc = Encoder("", 64, EmbeddingCache(tmp_path))
+    vecs = enc.encode(["def add(a, b): return a + b", "class Stack: pass"])
+    assert vecs.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-4)
+    assert enc.embedded == 2
+    again = Encoder("", 64, EmbeddingCache(tmp_path))
+    vecs2 = again.encode(["class Stack: pass", "def add(a, b): return a + b", "def new(): pass"])
+    assert again.embedded == 1 and again.cached == 2
+    assert np.allclose(vecs2[1], vecs[0], atol=1e-6)
+    q = again.encode_query("adding two numbers")
+    assert float(vecs[0] @ q) > float(vecs[1] @ q)
