@@ -23,6 +23,7 @@ from spider.graph.model import CodeGraph
 from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cache import EmbeddingCache
 from spider.retrieve.dense import Encoder
+from spider.retrieve.signals import NameTable
 from spider.settings import EngineSettings
 from spider.source import GitSource, SourceTree
 
@@ -88,6 +89,7 @@ class Index:
     _vectors: np.ndarray | None = None
     _lexical: LexicalIndex | None = None
     _encoder: Encoder | None = None
+    _names: NameTable | None = None
 
     @property
     def commit(self) -> str | None:
@@ -133,6 +135,12 @@ class Index:
                 embed_per_second=round(embedded / seconds, 1) if embedded and seconds else None,
             )
         return self._vectors
+
+    def name_table(self) -> NameTable:
+        """Function lookup by name, qualified name and path, for issue signals."""
+        if self._names is None:
+            self._names = NameTable(self.graph, self.function_ids)
+        return self._names
 
     def lexical(self) -> LexicalIndex:
         """The BM25 index over every function."""

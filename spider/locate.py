@@ -11,11 +11,13 @@ from spider.errors import EmptyIssue
 from spider.expand import run_expansion
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason
-from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.fusion import RRF_K, ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.signals import extract_signals, signal_scores
 from spider.select import Selector, make_selector
 from spider.settings import EngineSettings
 
 HYBRID_WEIGHTS = {"dense": 1.0, "bm25": 1.0}  # equal say for both rankers in the fusion
+SIGNAL_WEIGHT = 1.0  # weight of the issue-signal ranking (names, paths, frames) in the fusion
 
 
 @dataclass
@@ -26,6 +28,7 @@ class FirstStage:
     order: np.ndarray  # function indices, best first
     scores: np.ndarray  # score per function (higher is better)
     ranks: dict[str, np.ndarray]  # per ranker: 1-based rank of every function
+    evidence: dict[int, str]  # function index -> strongest issue signal, in words
 
 
 def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstStage:
@@ -47,8 +50,19 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
         )
     else:
         fused = scores[settings.first_stage].astype(np.float64)
+    evidence: dict[int, str] = {}
+    if settings.signals and settings.first_stage == "hybrid" and len(fused):
+        sig, evidence = signal_scores(
+            index.name_table(), extract_signals(text), len(index.function_ids)
+        )
+        sig_arr = np.asarray(sig, dtype=np.float64)
+        has = sig_arr > 0
+        if has.any():
+            sig_ranks = ranks_from_scores(sig_arr)
+            fused = fused + np.where(has, SIGNAL_WEIGHT / (RRF_K + sig_ranks), 0.0)
+            ranks["signals"] = np.where(has, sig_ranks, 0)
     order = np.argsort(-fused, kind="stable")
-    return FirstStage(settings.first_stage, order, fused, ranks)
+    return FirstStage(settings.first_stage, order, fused, ranks, evidence)
 
 
 def _first_stage_reason(fs: FirstStage, idx: int, rank: int, score: float) -> Reason:
@@ -92,6 +106,10 @@ def locate(
         if adm is not None:
             reasons.append(Reason(kind="expand", centre=adm.centre, edge=adm.edge, hops=adm.hops))
         reasons.append(_first_stage_reason(fs, pos[node_id], rank_of[node_id], score_of[node_id]))
+        ev = fs.evidence.get(pos[node_id])
+        if ev is not None:
+            kind = "traceback" if ev.startswith("frame") else "mention"
+            reasons.append(Reason(kind=kind, detail=ev.split(": ", 1)[-1]))  # type: ignore[arg-type]
         hits.append(
             Hit(
                 id=node_id,

@@ -98,6 +98,9 @@ class EngineSettings(BaseSettings):
     )
     selector: SelectorName = "offline"
     first_stage: FirstStage = "hybrid"
+    signals: bool = Field(
+        True, description="fuse names, paths and stack frames found in the issue (hybrid only)"
+    )
 
     # --- graph ---
     invokes_max_candidates: int = Field(

@@ -1,0 +1,226 @@
+"""Evidence read from the issue text itself: paths, identifiers and stack-trace frames.
+
+Each signal maps onto function nodes of the graph; ``signal_scores`` turns them into one
+score per function that the first stage fuses with the dense and lexical rankings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from spider.graph.model import CodeGraph
+
+SOURCE_EXT = r"py|pyi|java|kt|kts|js|jsx|mjs|cjs|ts|tsx|go|rs|cs|rb|php|c|h|cc|cpp|cxx|hpp|hh"
+_PATH = re.compile(rf"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:{SOURCE_EXT}))\b")
+_PY_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([\w<>.]+)')
+_JAVA_FRAME = re.compile(r"\bat ([\w$.]+)\.([\w$<>]+)\(([\w$]+\.(?:java|kt|scala)):(\d+)\)")
+_JS_FRAME = re.compile(
+    r"\bat (?:([\w$.<>\[\] ]+?) \()?((?:[A-Za-z]:)?[^\s():]+\.(?:[cm]?js|jsx|tsx?)):(\d+):\d+\)?"
+)
+_GO_FRAME = re.compile(r"^\s*([\w./-]+\.go):(\d+)", re.MULTILINE)
+_GO_FUNC = re.compile(r"^([\w./-]+)\.(\(?\*?[\w]+\)?\.)?(\w+)\(", re.MULTILINE)
+_RUST_FRAME = re.compile(r"(?:at |panicked at )'?((?:[\w.-]+/)*[\w.-]+\.rs):(\d+)(?::\d+)?")
+_BACKTICK = re.compile(r"`([^`\n]{1,200})`")
+_FENCE = re.compile(r"```.*?```", re.DOTALL)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+MIN_NAME_CHARS = 3  # shorter names (`x`, `id`) match too much to count as a mention
+MAX_NAME_MATCHES = 8  # a short name defined more often than this is too ambiguous to use
+COMMON_NAMES = frozenset(
+    {
+        "__init__",
+        "__call__",
+        "__str__",
+        "__repr__",
+        "main",
+        "run",
+        "get",
+        "set",
+        "init",
+        "update",
+        "call",
+        "apply",
+        "value",
+        "name",
+        "data",
+        "self",
+        "test",
+        "setup",
+        "print",
+        "list",
+        "dict",
+        "type",
+        "len",
+        "str",
+        "int",
+        "open",
+        "close",
+        "read",
+        "write",
+        "save",
+        "load",
+        "copy",
+        "format",
+        "error",
+        "warn",
+        "info",
+        "debug",
+        "add",
+        "remove",
+        "new",
+    }
+)  # names that appear in nearly every issue and every code base
+
+# Strength of each kind of evidence; the ranking only uses their order and the fusion weight.
+STRENGTH = {
+    "frame": 4.0,  # a stack frame names file, line and function
+    "qualified": 3.0,  # `Class.method` / `module.func` mentioned
+    "backtick": 2.5,  # a name in backticks or a code block
+    "name": 1.5,  # a bare identifier in prose matching a defined name
+    "file": 0.5,  # a function in a file the issue names
+}
+
+
+@dataclass
+class IssueSignals:
+    """What the issue names: paths, dotted names, bare names, and stack frames."""
+
+    paths: list[str] = field(default_factory=list)
+    frames: list[tuple[str | None, int | None, str | None]] = field(default_factory=list)
+    code_names: set[str] = field(default_factory=set)  # in backticks / code blocks
+    prose_names: set[str] = field(default_factory=set)
+
+
+def extract_signals(text: str) -> IssueSignals:
+    """Parse paths, identifiers and stack frames (Python, Java/Kotlin, JS/TS, Go, Rust)."""
+    sig = IssueSignals()
+    for m in _PY_FRAME.finditer(text):
+        sig.frames.append((m.group(1), int(m.group(2)), m.group(3)))
+    for m in _JAVA_FRAME.finditer(text):
+        cls = m.group(1).split(".")[-1]
+        sig.frames.append((m.group(3), int(m.group(4)), f"{cls}.{m.group(2)}"))
+    for m in _JS_FRAME.finditer(text):
+        fn = (m.group(1) or "").strip().split(" ")[-1] or None
+        sig.frames.append((m.group(2), int(m.group(3)), fn))
+    for m in _GO_FRAME.finditer(text):
+        sig.frames.append((m.group(1), int(m.group(2)), None))
+    for m in _GO_FUNC.finditer(text):
+        sig.frames.append((None, None, m.group(3)))
+    for m in _RUST_FRAME.finditer(text):
+        sig.frames.append((m.group(1), int(m.group(2)), None))
+    sig.paths = list(dict.fromkeys(m.group(1) for m in _PATH.finditer(text)))
+    code_parts = [m.group(1) for m in _BACKTICK.finditer(text)]
+    code_parts += [m.group(0) for m in _FENCE.finditer(text)]
+    for part in code_parts:
+        sig.code_names.update(_IDENT.findall(part))
+    prose = _FENCE.sub(" ", text)
+    sig.prose_names.update(_IDENT.findall(prose))
+    return sig
+
+
+class NameTable:
+    """Lookup of function nodes by short name, qualified name and path suffix."""
+
+    def __init__(self, graph: CodeGraph, function_ids: Sequence[str]) -> None:
+        self.index_of = {n: i for i, n in enumerate(function_ids)}
+        self.by_short: dict[str, list[int]] = defaultdict(list)
+        self.by_qual: dict[str, list[int]] = defaultdict(list)
+        self.by_class: dict[str, list[int]] = defaultdict(list)
+        self.by_path: dict[str, list[int]] = defaultdict(list)
+        self.lines: list[tuple[str, int, int]] = []
+        g = graph.g
+        for i, n in enumerate(function_ids):
+            a = g.nodes[n]
+            name = a.get("name", "").split("#")[0]
+            parts = name.split(".")
+            path = a.get("path", "")
+            self.by_short[parts[-1]].append(i)
+            if len(parts) > 1:
+                self.by_qual[".".join(parts[-2:])].append(i)
+                self.by_class[parts[-2]].append(i)
+            module = path.rsplit(".", 1)[0].replace("/", ".")
+            self.by_qual[f"{module.rsplit('.', 1)[-1]}.{parts[-1]}"].append(i)
+            self.by_path[path].append(i)
+            self.lines.append((path, int(a.get("start_line", 0)), int(a.get("end_line", 0))))
+        self.paths = list(self.by_path)
+
+    def files_matching(self, mention: str) -> list[str]:
+        """Graph paths that end with the mentioned path (``a/b.py`` matches ``src/a/b.py``)."""
+        m = mention.replace("\\", "/").lstrip("./")
+        if not m:
+            return []
+        return [p for p in self.paths if p == m or p.endswith("/" + m) or m.endswith("/" + p)]
+
+    def at_line(self, path: str, line: int) -> int | None:
+        """The innermost function of ``path`` containing ``line``."""
+        best: tuple[int, int] | None = None
+        for i in self.by_path.get(path, []):
+            _, s, e = self.lines[i]
+            if s <= line <= e and (best is None or e - s < best[1]):
+                best = (i, e - s)
+        return None if best is None else best[0]
+
+
+def _ambiguous(hits: Iterable[int]) -> bool:
+    return len(list(hits)) > MAX_NAME_MATCHES
+
+
+def signal_scores(
+    table: NameTable, sig: IssueSignals, size: int
+) -> tuple[list[float], dict[int, str]]:
+    """Evidence score per function (0 = none) and a short description of the strongest one."""
+    score = [0.0] * size
+    why: dict[int, str] = {}
+
+    def bump(i: int, kind: str, detail: str) -> None:
+        s = STRENGTH[kind]
+        if s > score[i]:
+            score[i] = s
+            why[i] = f"{kind}: {detail}"
+
+    for path, line, func in sig.frames:
+        files = table.files_matching(path) if path else []
+        placed = False
+        for f in files:
+            if line is not None:
+                i = table.at_line(f, line)
+                if i is not None:
+                    bump(i, "frame", f"{f}:{line}")
+                    placed = True
+        if not placed and func:
+            short = func.split(".")[-1]
+            cands = table.by_qual.get(func, []) if "." in func else []
+            if (
+                not cands
+                and short not in COMMON_NAMES
+                and not _ambiguous(table.by_short.get(short, []))
+            ):
+                cands = table.by_short.get(short, [])
+            if files:
+                cands = [i for i in cands if table.lines[i][0] in files] or cands
+            for i in cands:
+                bump(i, "frame", func)
+    for mention in sig.paths:
+        for f in table.files_matching(mention):
+            for i in table.by_path[f]:
+                bump(i, "file", f)
+    for names, kind in ((sig.code_names, "backtick"), (sig.prose_names, "name")):
+        for name in names:
+            parts = name.split(".")
+            if len(parts) > 1:
+                q = ".".join(parts[-2:])
+                for i in table.by_qual.get(q, []):
+                    bump(i, "qualified", q)
+                if parts[-2] in table.by_class and len(parts[-1]) >= MIN_NAME_CHARS:
+                    continue
+            short = parts[-1]
+            if len(short) < MIN_NAME_CHARS or short in COMMON_NAMES:
+                continue
+            hits = table.by_short.get(short, [])
+            if hits and not _ambiguous(hits):
+                for i in hits:
+                    bump(i, kind, short)
+    return score, why

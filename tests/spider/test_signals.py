@@ -1,0 +1,74 @@
+"""Issue signals: stack frames in several languages, paths and identifiers mapped onto the graph."""
+
+from __future__ import annotations
+
+from spider.graph.model import CodeGraph
+from spider.retrieve.signals import NameTable, extract_signals, signal_scores
+
+FUNCS = [
+    ("requests/sessions.py", "Session.send", 100, 160),
+    ("requests/sessions.py", "Session.request", 40, 90),
+    ("requests/models.py", "Response.iter_content", 10, 60),
+    ("requests/models.py", "Response.iter_content.generate", 20, 40),
+    ("requests/utils.py", "get_encoding_from_headers", 5, 20),
+    ("src/main/java/com/acme/Parser.java", "Parser.parse", 12, 30),
+    ("lib/router.js", "handle", 3, 25),
+    ("src/x.rs", "parse_args", 1, 40),
+]
+
+
+def _graph() -> tuple[CodeGraph, list[str]]:
+    g = CodeGraph()
+    ids = []
+    for path, name, s, e in FUNCS:
+        nid = f"{path}:{name}"
+        g.add_node(nid, kind="function", path=path, name=name, start_line=s, end_line=e)
+        ids.append(nid)
+    return g, ids
+
+
+def _scores(text: str) -> dict[str, tuple[float, str]]:
+    g, ids = _graph()
+    score, why = signal_scores(NameTable(g, ids), extract_signals(text), len(ids))
+    return {ids[i]: (score[i], why[i]) for i in range(len(ids)) if score[i] > 0}
+
+
+def test_python_traceback_frame_maps_to_innermost_function() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/site-packages/requests/models.py", line 25, in generate\n'
+        "KeyError: x\n"
+    )
+    got = _scores(text)
+    assert got["requests/models.py:Response.iter_content.generate"][1].startswith("frame")
+    assert got["requests/models.py:Response.iter_content.generate"][0] == 4.0
+    # the enclosing function is only in a mentioned file, a weaker signal
+    assert got.get("requests/models.py:Response.iter_content", (0, ""))[0] < 4.0
+
+
+def test_java_js_rust_frames() -> None:
+    got = _scores(
+        "Exception in thread main\n"
+        "    at com.acme.Parser.parse(Parser.java:14)\n"
+        "    at handle (/srv/app/lib/router.js:7:12)\n"
+        "thread 'main' panicked at src/x.rs:12:5\n"
+    )
+    assert got["src/main/java/com/acme/Parser.java:Parser.parse"][0] == 4.0
+    assert got["lib/router.js:handle"][0] == 4.0
+    assert got["src/x.rs:parse_args"][0] == 4.0
+
+
+def test_identifiers_backticks_and_qualified_names() -> None:
+    got = _scores("`Session.send` hangs; also get_encoding_from_headers is odd. Run it.")
+    assert got["requests/sessions.py:Session.send"][0] == 3.0
+    assert got["requests/utils.py:get_encoding_from_headers"][0] == 1.5
+    assert "requests/sessions.py:Session.request" not in got
+
+
+def test_paths_mark_their_functions_weakly() -> None:
+    got = _scores("Something is wrong in requests/utils.py when headers are empty")
+    assert got["requests/utils.py:get_encoding_from_headers"] == (0.5, "file: requests/utils.py")
+
+
+def test_common_and_short_names_are_ignored() -> None:
+    assert _scores("please run get on it, then x") == {}
