@@ -1,0 +1,280 @@
+"""``spider bench``: the dataset benchmark (group callback) and its subcommands.
+
+spider bench --dataset FILE --repos TEMPLATE --method M[,M...] --out DIR
+spider bench history REPO_PATH [--max N] [--since DATE] --out DIR
+spider bench runnable --dataset FILE --repos TEMPLATE
+spider bench check-gt --dataset FILE --repos TEMPLATE [--out FILE]
+spider bench show DIR
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spider.bench.dataset import read_dataset, select_instances, write_dataset
+from spider.bench.history import (
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_FUNCTIONS,
+    DEFAULT_MAX_INSTANCES,
+    DEFAULT_SCAN_LIMIT,
+    mine_history,
+)
+from spider.bench.methods import parse_methods
+from spider.bench.runner import (
+    SUMMARY,
+    BenchConfig,
+    fixed_resolver,
+    render_tables,
+    run_benchmark,
+    template_resolver,
+)
+from spider.errors import SpiderError
+from spider.settings import EngineSettings
+
+DEFAULT_METHODS = "bm25,dense,hybrid"  # the cheap baselines; add spider-* / oracle explicitly
+DATASET_FILE = "dataset.jsonl"  # what `history` writes into --out
+
+bench_app = typer.Typer(
+    help="Measure localization (Recall/Acc/MRR@K) on SWE-bench-style data or on git history.",
+    no_args_is_help=False,
+    add_completion=False,
+)
+
+MethodOpt = Annotated[
+    str,
+    typer.Option(
+        "--method",
+        "-m",
+        help="comma-separated methods: bm25, dense, hybrid, spider-contains, spider-invokes, "
+        "spider-both, oracle, default; overrides as name:key=value,key=value",
+    ),
+]
+KOpt = Annotated[int, typer.Option("--k", help="results per query (the budget K)")]
+CacheOpt = Annotated[
+    Path | None, typer.Option("--cache-dir", help="graph and embedding cache (SPIDER_CACHE_DIR)")
+]
+WarmOpt = Annotated[
+    bool, typer.Option("--warm/--no-warm", help="also time a warm re-index per instance")
+]
+ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress")]
+
+
+def _settings(k: int, cache_dir: Path | None) -> EngineSettings:
+    update: dict[str, object] = {"k": k}
+    if cache_dir is not None:
+        update["cache_dir"] = cache_dir
+    return EngineSettings().model_copy(update=update)
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(2)
+
+
+def _command_line() -> str:
+    return "spider " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+@bench_app.callback(invoke_without_command=True)
+def bench(
+    ctx: typer.Context,
+    dataset: Annotated[
+        Path | None, typer.Option("--dataset", "-d", help="SWE-bench-style JSONL")
+    ] = None,
+    repos: Annotated[
+        str | None,
+        typer.Option(
+            "--repos",
+            "-r",
+            help="git repository path template with {owner} and {name}, "
+            "e.g. '/work/.mirror/{owner}+{name}/repo'",
+        ),
+    ] = None,
+    method: MethodOpt = DEFAULT_METHODS,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="output directory")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="first N instances only")] = None,
+    k: KOpt = 20,
+    instances: Annotated[
+        str | None, typer.Option("--instances", help="comma-separated instance ids")
+    ] = None,
+    only_repo: Annotated[
+        str | None, typer.Option("--only-repo", help="comma-separated owner/name filter")
+    ] = None,
+    cache_dir: CacheOpt = None,
+    warm: WarmOpt = True,
+    progress: ProgressOpt = True,
+) -> None:
+    """Benchmark methods on a dataset (the form without a subcommand)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if dataset is None or repos is None or out is None:
+        typer.echo(ctx.get_help())
+        raise _fail("the dataset benchmark needs --dataset, --repos and --out")
+    try:
+        methods = parse_methods(method)
+        rows = select_instances(
+            read_dataset(dataset), ids=_split(instances), repos=_split(only_repo), limit=limit
+        )
+        cfg = BenchConfig(
+            methods=methods,
+            out=out,
+            settings=_settings(k, cache_dir),
+            warm=warm,
+            progress=progress,
+            command=_command_line(),
+        )
+        summary = run_benchmark(rows, template_resolver(repos), cfg)
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    render_tables(summary)
+
+
+@bench_app.command("history")
+def history(
+    repo_path: Annotated[Path, typer.Argument(help="git repository (bare or not)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="output directory")],
+    max_instances: Annotated[
+        int, typer.Option("--max", help="fix commits to keep")
+    ] = DEFAULT_MAX_INSTANCES,
+    since: Annotated[
+        str | None, typer.Option("--since", help="only commits after this date (git syntax)")
+    ] = None,
+    rev: Annotated[str, typer.Option("--rev", help="history to walk")] = "HEAD",
+    max_functions: Annotated[
+        int, typer.Option("--max-functions", help="keep fixes touching 1..N functions")
+    ] = DEFAULT_MAX_FUNCTIONS,
+    max_files: Annotated[
+        int, typer.Option("--max-files", help="skip commits touching more files")
+    ] = DEFAULT_MAX_FILES,
+    scan_limit: Annotated[
+        int, typer.Option("--scan-limit", help="commits examined at most")
+    ] = DEFAULT_SCAN_LIMIT,
+    repo_name: Annotated[
+        str | None, typer.Option("--repo-name", help="owner/name recorded in the dataset")
+    ] = None,
+    method: MethodOpt = DEFAULT_METHODS,
+    k: KOpt = 20,
+    mine_only: Annotated[
+        bool, typer.Option("--mine-only", help="write the dataset, do not benchmark")
+    ] = False,
+    cache_dir: CacheOpt = None,
+    warm: WarmOpt = True,
+    progress: ProgressOpt = True,
+) -> None:
+    """Mine fix commits of REPO_PATH into OUT/dataset.jsonl, then benchmark them."""
+    try:
+        methods = parse_methods(method)
+        settings = _settings(k, cache_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        data_path = out / DATASET_FILE
+        if data_path.exists():  # resumable: reuse what was mined before
+            rows = read_dataset(data_path)
+            typer.echo(f"reusing {len(rows)} instances from {data_path}", err=True)
+        else:
+            rows = mine_history(
+                repo_path,
+                settings,
+                max_instances=max_instances,
+                max_functions=max_functions,
+                max_files=max_files,
+                since=since,
+                rev=rev,
+                scan_limit=scan_limit,
+                repo_name=repo_name,
+            )
+            write_dataset(data_path, rows)
+            typer.echo(f"mined {len(rows)} fix commits into {data_path}", err=True)
+        if mine_only or not rows:
+            return
+        cfg = BenchConfig(
+            methods=methods,
+            out=out,
+            settings=settings,
+            warm=warm,
+            progress=progress,
+            command=_command_line(),
+        )
+        summary = run_benchmark(rows, fixed_resolver(repo_path), cfg)
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    render_tables(summary)
+
+
+@bench_app.command("runnable")
+def runnable(
+    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
+    repos: Annotated[str, typer.Option("--repos", "-r")],
+) -> None:
+    """List which instances have their repository and base commit here."""
+    from spider.bench.runner import _unrunnable  # one definition of "runnable"
+
+    rows = read_dataset(dataset)
+    resolve = template_resolver(repos)
+    ok: dict[str, int] = {}
+    bad: dict[str, str] = {}
+    for inst in rows:
+        reason = _unrunnable(resolve(inst), inst)
+        if reason:
+            bad[inst.instance_id] = reason
+        else:
+            ok[inst.repo] = ok.get(inst.repo, 0) + 1
+    for repo, n in sorted(ok.items(), key=lambda kv: -kv[1]):
+        typer.echo(f"{repo}\t{n}")
+    typer.echo(f"runnable: {sum(ok.values())} of {len(rows)}")
+    missing: dict[str, int] = {}
+    for iid in bad:
+        repo = next(i.repo for i in rows if i.instance_id == iid)
+        missing[repo] = missing.get(repo, 0) + 1
+    for repo, n in sorted(missing.items()):
+        typer.echo(f"not runnable: {repo}\t{n}")
+
+
+@bench_app.command("check-gt")
+def check_gt(
+    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
+    repos: Annotated[str, typer.Option("--repos", "-r")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="per-instance JSONL")] = None,
+    instances: Annotated[str | None, typer.Option("--instances")] = None,
+    only_repo: Annotated[str | None, typer.Option("--only-repo")] = None,
+) -> None:
+    """GT id match rate and patch-rule agreement with edit_functions."""
+    from spider.bench.gtcheck import check_groundtruth, summarise_check
+
+    rows = select_instances(read_dataset(dataset), ids=_split(instances), repos=_split(only_repo))
+    checked, skipped = check_groundtruth(rows, template_resolver(repos), EngineSettings())
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as fh:
+            for r in checked:
+                fh.write(json.dumps(r) + "\n")
+    summary = summarise_check(checked)
+    summary["skipped"] = len(skipped)
+    typer.echo(json.dumps(summary, indent=2))
+
+
+@bench_app.command("show")
+def show(out: Annotated[Path, typer.Argument(help="a --out directory")]) -> None:
+    """Print the tables of a finished run's summary.json."""
+    path = out / SUMMARY
+    if not path.exists():
+        raise _fail(f"no {SUMMARY} in {out}")
+    render_tables(json.loads(path.read_text(encoding="utf-8")))
+
+
+def main() -> None:
+    """Run ``bench_app`` on its own (``python -m spider.bench.cli``)."""
+    bench_app()
+
+
+if __name__ == "__main__":
+    main()

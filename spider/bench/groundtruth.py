@@ -1,0 +1,304 @@
+"""Ground truth from a patch: the functions of the base-commit graph that a fix edits.
+
+Two rules, both over the *old* (pre-image) side of each hunk:
+
+``precise`` (ours, the default)
+    A changed or deleted line belongs to the innermost function enclosing it. Inserted
+    lines belong to the innermost function that encloses *both* neighbouring old lines.
+    Python only: lines appended after a function's last line still belong to it when they
+    are indented deeper than its ``def`` (indentation closes Python blocks, so "both
+    neighbours inside" cannot see them).
+``dataset``
+    Reproduces how SWE-bench's ``edit_functions`` were labelled: every old-side line of a
+    hunk, *context lines included*, is mapped to the innermost function enclosing it.
+
+Renamed files are mapped through their old path; added files contribute nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from spider.bench.ids import dataset_id
+from spider.graph.model import CodeGraph
+
+GroundTruthMode = Literal["precise", "dataset"]
+GT_MODES: tuple[GroundTruthMode, ...] = ("precise", "dataset")
+
+HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+DIFF_GIT = re.compile(r"^diff --git (\S+|\"(?:[^\"\\]|\\.)*\") (\S+|\"(?:[^\"\\]|\\.)*\")$")
+DEV_NULL = "/dev/null"
+INDENT_LANGUAGE_SUFFIXES = (".py", ".pyi", ".pyw")  # blocks closed by indentation
+TAB_WIDTH = 8  # how Python itself counts a tab when comparing indentation
+
+
+@dataclass
+class Hunk:
+    """One ``@@`` block: the old-side start and length plus its tagged lines."""
+
+    old_start: int
+    old_count: int
+    lines: list[tuple[str, str]] = field(default_factory=list)  # (" " | "-" | "+", text)
+
+
+@dataclass
+class FilePatch:
+    """The hunks of one file; ``old_path`` is None for an added file."""
+
+    old_path: str | None
+    new_path: str | None
+    hunks: list[Hunk] = field(default_factory=list)
+
+    @property
+    def path(self) -> str | None:
+        """The path in the base commit (the old path of a rename)."""
+        return self.old_path
+
+
+@dataclass(frozen=True)
+class Insertion:
+    """Lines inserted between old lines ``before`` and ``before + 1``."""
+
+    before: int
+    lines: tuple[str, ...]
+
+
+@dataclass
+class OldSide:
+    """What one file's hunks say about its old lines."""
+
+    changed: set[int] = field(default_factory=set)  # deleted or replaced old lines
+    insertions: list[Insertion] = field(default_factory=list)
+    ranges: list[tuple[int, int]] = field(default_factory=list)  # hunk old ranges, inclusive
+
+
+@dataclass(frozen=True)
+class Span:
+    """A function node's line range (1-based, inclusive)."""
+
+    id: str
+    start: int
+    end: int
+
+    def contains(self, line: int) -> bool:
+        """Whether ``line`` lies inside this function."""
+        return self.start <= line <= self.end
+
+
+def _unquote(path: str) -> str:
+    """Undo git's C-style quoting of unusual paths."""
+    if len(path) >= 2 and path[0] == path[-1] == '"':
+        raw = path[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        return raw.encode("latin-1", "replace").decode("utf-8", "replace")
+    return path
+
+
+def _strip_prefix(path: str) -> str | None:
+    path = _unquote(path.split("\t", 1)[0].rstrip())
+    if path == DEV_NULL:
+        return None
+    if path[:2] in ("a/", "b/"):
+        return path[2:]
+    return path
+
+
+def parse_patch(text: str) -> list[FilePatch]:
+    """Parse a unified (git-style) diff into per-file hunks."""
+    files: list[FilePatch] = []
+    cur: FilePatch | None = None
+    hunk: Hunk | None = None
+    old_left = new_left = 0
+    for line in text.splitlines():
+        if hunk is not None and (old_left > 0 or new_left > 0):
+            tag = line[:1] if line else " "
+            if tag == "\\":  # "\ No newline at end of file"
+                continue
+            if tag in (" ", "-", "+"):
+                hunk.lines.append((tag, line[1:]))
+                if tag != "+":
+                    old_left -= 1
+                if tag != "-":
+                    new_left -= 1
+                continue
+            hunk = None
+        if line.startswith("diff --git "):
+            m = DIFF_GIT.match(line)
+            old = _strip_prefix(m.group(1)) if m else None
+            new = _strip_prefix(m.group(2)) if m else None
+            cur = FilePatch(old, new)
+            files.append(cur)
+            hunk = None
+        elif line.startswith("--- ") and (cur is None or cur.hunks):
+            cur = FilePatch(_strip_prefix(line[4:]), None)
+            files.append(cur)
+        elif line.startswith("--- ") and cur is not None:
+            cur.old_path = _strip_prefix(line[4:])
+        elif line.startswith("+++ ") and cur is not None:
+            cur.new_path = _strip_prefix(line[4:])
+        elif line.startswith("new file mode") and cur is not None:
+            cur.old_path = None
+        elif line.startswith("rename from ") and cur is not None:
+            cur.old_path = _unquote(line[len("rename from ") :])
+        elif line.startswith("rename to ") and cur is not None:
+            cur.new_path = _unquote(line[len("rename to ") :])
+        elif line.startswith("@@") and cur is not None:
+            m = HUNK_HEADER.match(line)
+            if m is None:
+                continue
+            old_count = int(m.group(2)) if m.group(2) is not None else 1
+            new_count = int(m.group(4)) if m.group(4) is not None else 1
+            hunk = Hunk(int(m.group(1)), old_count)
+            cur.hunks.append(hunk)
+            old_left, new_left = old_count, new_count
+    return files
+
+
+def old_side(fp: FilePatch) -> OldSide:
+    """Changed old lines, insertion points and old ranges of one file's hunks."""
+    out = OldSide()
+    for h in fp.hunks:
+        # with old_count == 0 the header names the line *after which* lines are inserted
+        cursor = h.old_start if h.old_count > 0 else h.old_start + 1
+        if h.old_count > 0:
+            out.ranges.append((h.old_start, h.old_start + h.old_count - 1))
+        pending: list[str] = []
+        for tag, text in h.lines:
+            if tag == "+":
+                pending.append(text)
+                continue
+            if pending:
+                out.insertions.append(Insertion(cursor - 1, tuple(pending)))
+                pending = []
+            if tag == "-":
+                out.changed.add(cursor)
+            cursor += 1
+        if pending:
+            out.insertions.append(Insertion(cursor - 1, tuple(pending)))
+    return out
+
+
+def function_spans(graph: CodeGraph, paths: Iterable[str] | None = None) -> dict[str, list[Span]]:
+    """Function line ranges per file path (only ``paths`` when given)."""
+    wanted = set(paths) if paths is not None else None
+    out: dict[str, list[Span]] = {}
+    for nid in graph.functions():
+        a = graph.g.nodes[nid]
+        path = a.get("path", "")
+        if wanted is not None and path not in wanted:
+            continue
+        out.setdefault(path, []).append(
+            Span(nid, int(a.get("start_line", 0)), int(a.get("end_line", 0)))
+        )
+    return out
+
+
+def innermost(spans: Iterable[Span], *lines: int) -> Span | None:
+    """The innermost function enclosing every given line (latest start, then shortest)."""
+    best: Span | None = None
+    for s in spans:
+        if all(s.contains(n) for n in lines) and (
+            best is None or (s.start, -s.end) > (best.start, -best.end)
+        ):
+            best = s
+    return best
+
+
+def _indent(text: str) -> int:
+    return len(text.expandtabs(TAB_WIDTH)) - len(text.expandtabs(TAB_WIDTH).lstrip())
+
+
+def _appended_to(spans: list[Span], ins: Insertion, lines: list[str] | None) -> Span | None:
+    """For indentation languages: the function whose body ``ins`` extends past its last line."""
+    body = [t for t in ins.lines if t.strip()]
+    if lines is None or not body:
+        return None
+    indent = min(_indent(t) for t in body)
+    best: Span | None = None
+    for s in spans:
+        if s.end != ins.before or not 1 <= s.start <= len(lines):
+            continue
+        if indent > _indent(lines[s.start - 1]) and (best is None or s.start > best.start):
+            best = s
+    return best
+
+
+def touched_spans(
+    fp: FilePatch,
+    spans: list[Span],
+    mode: GroundTruthMode = "precise",
+    old_lines: list[str] | None = None,
+) -> set[str]:
+    """Graph ids of the functions of one file that the patch edits, under ``mode``."""
+    side = old_side(fp)
+    hit: set[str] = set()
+
+    def add(span: Span | None) -> None:
+        if span is not None:
+            hit.add(span.id)
+
+    if mode == "dataset":
+        for lo, hi in side.ranges:
+            for n in range(lo, hi + 1):
+                add(innermost(spans, n))
+        # a hunk with no old lines at all (an insertion with no context) has no range
+        for ins in side.insertions:
+            if not any(lo <= ins.before + 1 and ins.before <= hi for lo, hi in side.ranges):
+                add(innermost(spans, ins.before, ins.before + 1))
+        return hit
+    for n in side.changed:
+        add(innermost(spans, n))
+    indent_lang = (fp.old_path or "").endswith(INDENT_LANGUAGE_SUFFIXES)
+    for ins in side.insertions:
+        span = innermost(spans, ins.before, ins.before + 1)
+        if span is None and indent_lang:
+            span = _appended_to(spans, ins, old_lines)
+        add(span)
+    return hit
+
+
+def patch_paths(patch: str | list[FilePatch]) -> list[str]:
+    """The base-commit paths a patch touches (old paths; added files left out)."""
+    files = parse_patch(patch) if isinstance(patch, str) else patch
+    return list(dict.fromkeys(fp.old_path for fp in files if fp.old_path))
+
+
+def patch_functions(
+    patch: str,
+    graph: CodeGraph,
+    mode: GroundTruthMode = "precise",
+    *,
+    read_old: Callable[[list[str]], Mapping[str, str]] | None = None,
+) -> set[str]:
+    """Graph ids of the base-commit functions the patch edits.
+
+    ``read_old(paths)`` returns old file texts; only the precise rule on Python uses them.
+    """
+    files = [fp for fp in parse_patch(patch) if fp.old_path]
+    spans = function_spans(graph, (fp.old_path for fp in files if fp.old_path))
+    texts: Mapping[str, str] = {}
+    if read_old is not None and mode == "precise":
+        py = [p for p in spans if p.endswith(INDENT_LANGUAGE_SUFFIXES)]
+        texts = read_old(py) if py else {}
+    hit: set[str] = set()
+    for fp in files:
+        path = fp.old_path or ""
+        if path not in spans:
+            continue
+        text = texts.get(path)
+        hit |= touched_spans(fp, spans[path], mode, text.splitlines() if text else None)
+    return hit
+
+
+def patch_ground_truth(
+    patch: str,
+    graph: CodeGraph,
+    mode: GroundTruthMode = "precise",
+    *,
+    read_old: Callable[[list[str]], Mapping[str, str]] | None = None,
+) -> list[str]:
+    """Dataset-convention ids of the functions the patch edits, sorted."""
+    ids = patch_functions(patch, graph, mode, read_old=read_old)
+    return sorted({dataset_id(graph, i) for i in ids})

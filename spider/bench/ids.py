@@ -1,0 +1,55 @@
+"""Node ids in the convention of the SWE-bench function-level ground truth.
+
+The graph names a nested function with its full qualified name
+(``requests/models.py:Response.iter_content.generate``); the dataset drops enclosing
+*function* names but keeps class names (``requests/models.py:Response.generate``).
+A second definition with the same name (property setter, overload) is ``...#2`` in the
+graph and shares the first one's id in the dataset.
+"""
+
+from __future__ import annotations
+
+import re
+
+from spider.graph.model import CodeGraph
+
+DUPLICATE_SUFFIX = re.compile(r"#\d+$")
+QUALIFIER_SEP = "."  # the graph joins qualified names with dots in every language
+
+
+def normalise_id(node_id: str) -> str:
+    """Strip a ``#n`` duplicate suffix (string-level normalisation, no graph needed)."""
+    return DUPLICATE_SUFFIX.sub("", node_id.strip())
+
+
+def split_id(node_id: str) -> tuple[str, str]:
+    """``(path, qualified name)`` of a function/class id (name "" for files)."""
+    path, _, name = normalise_id(node_id).partition(":")
+    return path, name
+
+
+def dataset_id(graph: CodeGraph, node_id: str) -> str:
+    """The dataset's id for a graph node: enclosing function names dropped, ``#n`` stripped."""
+    attrs = graph.g.nodes[node_id] if node_id in graph.g else {}
+    path, name = split_id(node_id)
+    path = attrs.get("path") or path
+    name = DUPLICATE_SUFFIX.sub("", attrs.get("name") or name)
+    parts = name.split(QUALIFIER_SEP)
+    kept: list[str] = []
+    for i, part in enumerate(parts[:-1]):
+        prefix = f"{path}:{QUALIFIER_SEP.join(parts[: i + 1])}"
+        kind = graph.g.nodes[prefix].get("kind") if prefix in graph.g else None
+        if kind != "function":  # classes (and anything unknown) keep their name
+            kept.append(part)
+    kept.append(parts[-1])
+    return f"{path}:{QUALIFIER_SEP.join(kept)}"
+
+
+def dataset_id_map(graph: CodeGraph) -> dict[str, str]:
+    """``graph id -> dataset id`` for every function node."""
+    return {n: dataset_id(graph, n) for n in graph.functions()}
+
+
+def graph_ids_for(truth: set[str], id_map: dict[str, str]) -> set[str]:
+    """Graph ids whose dataset id is in ``truth`` (every duplicate of a setter/overload)."""
+    return {gid for gid, did in id_map.items() if did in truth}
