@@ -75,14 +75,17 @@ def _walk(g: CodeGraph, path: str, body: list[ast.stmt], prefix: str, parent: st
                 path=path,
                 name=qual,
                 language="python",
-                start_line=node.lineno,
+                start_line=min([node.lineno] + [d.lineno for d in node.decorator_list]),
                 end_line=node.end_lineno or node.lineno,
                 text=ast.unparse(node),
             )
             g.add_edge(parent, nid, "contains")
             _walk(g, path, node.body, qual, nid)
         elif isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
-            _walk(g, path, node.body, prefix, parent)
+            for block in ("body", "orelse", "finalbody"):
+                _walk(g, path, getattr(node, block, []), prefix, parent)
+            for handler in getattr(node, "handlers", []):
+                _walk(g, path, handler.body, prefix, parent)
 
 
 def ast_builder(source: SourceTree, settings: EngineSettings) -> CodeGraph:
