@@ -1,0 +1,177 @@
+"""Webhook event → decision: enqueue a job, acknowledge, or ignore with a reason.
+
+Pure: no network, no Redis. Only the fields the decision needs are parsed (unknown ones
+are ignored), so GitHub adding fields never breaks the bot. Rules that depend on the
+repository's ``.github/spider.yml`` (skip label, which actions trigger, minimum length)
+are applied by the worker, which reads that file; the bot drops what no config can enable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from bot.commands import parse_command
+from bot.errors import MalformedPayload
+from worker.jobs import ISSUE_ACTIONS, IssueJob, comment_trigger, issue_trigger, valid_repo
+
+ACKNOWLEDGED_EVENTS = frozenset({"ping", "installation", "installation_repositories"})
+# Who may re-run with /spider besides the issue's author: people with a role in the repo.
+TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class User(_Loose):
+    login: str
+    type: str = "User"
+
+
+class IssuePayload(_Loose):
+    number: int
+    state: str = "open"
+    locked: bool = False
+    user: User | None = None
+    pull_request: dict[str, Any] | None = None
+
+
+class CommentPayload(_Loose):
+    id: int
+    body: str | None = None
+    user: User | None = None
+    author_association: str = "NONE"
+
+
+class Installation(_Loose):
+    id: int
+
+
+class Repository(_Loose):
+    full_name: str
+
+
+class EventPayload(_Loose):
+    action: str | None = None
+    installation: Installation | None = None
+    repository: Repository | None = None
+    sender: User | None = None
+    issue: IssuePayload | None = None
+    comment: CommentPayload | None = None
+
+
+@dataclass(frozen=True)
+class Enqueue:
+    """Run the worker for this job (answered 202)."""
+
+    job: IssueJob
+
+
+@dataclass(frozen=True)
+class Acknowledge:
+    """A delivery the app accepts but has nothing to do for (answered 200)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ignore:
+    """A delivery the app deliberately drops, with the reason (answered 202)."""
+
+    reason: str
+
+
+Decision = Enqueue | Acknowledge | Ignore
+
+
+def route(event: str, payload: dict[str, Any], delivery_id: str) -> Decision:
+    """Decide what one webhook delivery asks for. Raises MalformedPayload on bad bodies."""
+    if event in ACKNOWLEDGED_EVENTS:
+        return Acknowledge(f"{event} acknowledged")
+    if event not in ("issues", "issue_comment"):
+        return Ignore(f"event {event!r} is not handled")
+    try:
+        p = EventPayload.model_validate(payload)
+    except ValidationError as exc:
+        raise MalformedPayload(f"{event} payload: {exc.error_count()} invalid field(s)") from exc
+    if p.issue is None or p.repository is None:
+        raise MalformedPayload(f"{event} payload lacks issue or repository")
+    if event == "issues":
+        return _route_issue(p, delivery_id)
+    return _route_comment(p, delivery_id)
+
+
+def _route_issue(p: EventPayload, delivery_id: str) -> Decision:
+    issue = p.issue
+    assert issue is not None
+    if p.action not in ISSUE_ACTIONS:
+        return Ignore(f"issues.{p.action} is not handled")
+    if skip := _skip_issue(p):
+        return Ignore(skip)
+    if issue.state != "open":
+        return Ignore("the issue is closed")
+    if _is_bot(p.sender):
+        return Ignore("the action was taken by a bot")
+    return _enqueue(p, delivery_id, issue_trigger(p.action))
+
+
+def _route_comment(p: EventPayload, delivery_id: str) -> Decision:
+    issue, comment = p.issue, p.comment
+    assert issue is not None
+    if p.action != "created":
+        return Ignore(f"issue_comment.{p.action} is not handled")
+    if comment is None:
+        raise MalformedPayload("issue_comment payload lacks comment")
+    if issue.pull_request is not None:
+        return Ignore("comment on a pull request")
+    if _is_bot(comment.user) or _is_bot(p.sender):
+        return Ignore("comment by a bot")
+    if parse_command(comment.body) is None:
+        return Ignore("comment is not a /spider command")
+    if skip := _skip_issue(p):
+        return Ignore(skip)
+    if not may_rerun(comment.author_association, comment.user, issue.user):
+        return Ignore("only the issue's author or repository members may run /spider")
+    return _enqueue(p, delivery_id, comment_trigger(comment.id))
+
+
+def _skip_issue(p: EventPayload) -> str | None:
+    issue = p.issue
+    assert issue is not None
+    if issue.pull_request is not None:
+        return "pull request"
+    if issue.locked:
+        return "the issue is locked"
+    if _is_bot(issue.user):
+        return "the issue was opened by a bot"
+    return None
+
+
+def may_rerun(association: str, commenter: User | None, author: User | None) -> bool:
+    """Whether a commenter may trigger a re-run: a repository member or the issue's author."""
+    if association in TRUSTED_ASSOCIATIONS:
+        return True
+    return commenter is not None and author is not None and commenter.login == author.login
+
+
+def _is_bot(user: User | None) -> bool:
+    return user is not None and (user.type == "Bot" or user.login.endswith("[bot]"))
+
+
+def _enqueue(p: EventPayload, delivery_id: str, trigger: str) -> Decision:
+    assert p.issue is not None and p.repository is not None
+    if p.installation is None:
+        raise MalformedPayload("payload lacks installation: is this an app webhook?")
+    if not valid_repo(p.repository.full_name):
+        raise MalformedPayload("repository.full_name is not owner/name")
+    job = IssueJob(
+        installation_id=p.installation.id,
+        repo=p.repository.full_name,
+        issue_number=p.issue.number,
+        delivery_id=delivery_id,
+        trigger=trigger,
+    )
+    return Enqueue(job)

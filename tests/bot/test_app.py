@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+from fastapi.testclient import TestClient
+
+from bot.app import build_state, create_app
+from bot.dedupe import KEY_PREFIX
+from bot.queue import CeleryEnqueuer
+from bot.signature import sign
+from tests.bot.conftest import SECRET, RecordingQueue
+from worker.celery_app import make_celery
+from worker.jobs import QUEUE, TASK_NAME
+from worker.settings import AppSettings, SettingsError
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+BODY = (SAMPLES / "issues_opened" / "payload.json").read_bytes()
+
+
+def headers(body: bytes = BODY, delivery: str = "11111111-2222-3333-4444-555555555555",
+            event: str = "issues") -> dict[str, str]:
+    return {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": sign(SECRET, body), "Content-Type": "application/json"}
+
+
+def test_queued_then_duplicate(client: TestClient, queue: RecordingQueue) -> None:
+    first = client.post("/webhook", content=BODY, headers=headers())
+    assert first.status_code == 202 and first.json()["status"] == "queued"
+    again = client.post("/webhook", content=BODY, headers=headers())
+    assert again.status_code == 202 and again.json()["status"] == "duplicate"
+    assert len(queue.jobs) == 1
+
+
+def test_bad_or_missing_signature_is_401_and_nothing_is_queued(
+    client: TestClient, queue: RecordingQueue, redis_client: redis.Redis
+) -> None:
+    bad = {**headers(), "X-Hub-Signature-256": sign("wrong-secret-wrong-secret", BODY)}
+    assert client.post("/webhook", content=BODY, headers=bad).status_code == 401
+    missing = {k: v for k, v in headers().items() if k != "X-Hub-Signature-256"}
+    assert client.post("/webhook", content=BODY, headers=missing).status_code == 401
+    assert queue.jobs == [] and redis_client.keys(KEY_PREFIX + "*") == []
+
+
+@pytest.mark.parametrize("drop", ["X-GitHub-Event", "X-GitHub-Delivery"])
+def test_missing_headers_are_400(client: TestClient, drop: str) -> None:
+    h = {k: v for k, v in headers().items() if k != drop}
+    assert client.post("/webhook", content=BODY, headers=h).status_code == 400
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b"\xff\xfe"])
+def test_malformed_json_is_400(client: TestClient, body: bytes) -> None:
+    assert client.post("/webhook", content=body, headers=headers(body)).status_code == 400
+
+
+def test_body_over_the_cap_is_413(client: TestClient, settings: AppSettings) -> None:
+    big = json.dumps({"pad": "x" * settings.webhook_max_body_bytes}).encode()
+    assert client.post("/webhook", content=big, headers=headers(big)).status_code == 413
+
+    def chunks():  # no Content-Length: the cap applies while streaming
+        yield big[: len(big) // 2]
+        yield big[len(big) // 2:]
+
+    assert client.post("/webhook", content=chunks(), headers=headers(big)).status_code == 413
+
+
+def test_enqueue_failure_releases_the_delivery(
+    client: TestClient, queue: RecordingQueue, redis_client: redis.Redis
+) -> None:
+    queue.fail = ConnectionError("broker down")
+    resp = client.post("/webhook", content=BODY, headers=headers())
+    assert resp.status_code == 503
+    assert redis_client.keys(KEY_PREFIX + "*") == []
+    queue.fail = None
+    assert client.post("/webhook", content=BODY, headers=headers()).json()["status"] == "queued"
+
+
+def test_healthz(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok", "redis": "ok"}
+
+
+def test_healthz_reports_redis_down(settings: AppSettings, queue: RecordingQueue) -> None:
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    with TestClient(create_app(build_state(settings, redis_client=dead, enqueue=queue))) as c:
+        resp = c.get("/healthz")
+    assert resp.status_code == 503 and resp.json()["status"] == "unhealthy"
+
+
+def test_metrics_count_outcomes(client: TestClient) -> None:
+    client.post("/webhook", content=BODY, headers=headers())
+    client.post("/webhook", content=b"{}", headers={**headers(b"{}"), "X-Hub-Signature-256": "sha256=0"})
+    text = client.get("/metrics").text
+    assert 'spider_webhook_deliveries_total{outcome="queued"} 1.0' in text
+    assert 'spider_webhook_deliveries_total{outcome="BadSignature"} 1.0' in text
+
+
+def test_the_real_enqueuer_puts_one_message_on_the_queue(
+    settings: AppSettings, redis_client: redis.Redis
+) -> None:
+    celery = make_celery(settings)
+    state = build_state(settings, redis_client=redis_client, enqueue=CeleryEnqueuer(celery))
+    with TestClient(create_app(state)) as c:
+        resp = c.post("/webhook", content=BODY, headers=headers())
+    celery.close()
+    assert resp.json() == {"status": "queued", "task_id": "11111111-2222-3333-4444-555555555555"}
+    (raw,) = redis_client.lrange(QUEUE, 0, -1)
+    message = json.loads(raw)
+    assert message["headers"]["task"] == TASK_NAME
+    args, kwargs, _ = json.loads(__import__("base64").b64decode(message["body"]))
+    assert args == [] and kwargs["issue_number"] == 42 and kwargs["trigger"] == "issues.opened"
+
+
+def test_start_up_refuses_a_placeholder_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.settings import get_settings
+
+    monkeypatch.setenv("SPIDER_WEBHOOK_SECRET", "changeme")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsError), TestClient(create_app()):
+            pass
+    finally:
+        get_settings.cache_clear()
+
+
+def test_logs_carry_the_delivery_id_and_no_secret(
+    client: TestClient, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from worker import logs
+
+    logs.configure("INFO", json_lines=True)
+    client.post("/webhook", content=BODY, headers=headers(delivery="abcdef01-0000-0000-0000-000000000000"))
+    err = capfd.readouterr().err
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    handled = [r for r in lines if r["msg"] == "delivery handled"]
+    assert handled and handled[0]["delivery_id"] == "abcdef01-0000-0000-0000-000000000000"
+    assert SECRET not in err
+
+
+def test_importing_the_bot_loads_nothing_heavy() -> None:
+    code = (
+        "import sys, bot.app\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'tree_sitter', 'tree_sitter_language_pack', 'sentence_transformers', 'numpy',"
+        " 'githubkit') or m in ('spider.index', 'spider.locate', 'worker.tasks', 'worker.pipeline')]\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

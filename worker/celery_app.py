@@ -1,0 +1,71 @@
+"""The Celery application (``celery -A worker.celery_app worker``), Redis as broker.
+
+Reliability: a task is acknowledged only when it ends (``acks_late``) and is requeued if
+its worker process dies (``reject_on_worker_lost``; ``pipeline`` caps how often one
+message may start). Redis's visibility timeout exceeds the hard time limit, so a task
+still running is never handed to a second worker. Each process takes one task at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Celery, signals
+
+from worker import logs
+from worker.jobs import QUEUE
+from worker.settings import AppSettings, SettingsError, get_settings
+
+RESULT_TTL_S = 24 * 3600  # outcomes are kept a day, for the replay command and debugging
+MAX_TASKS_PER_CHILD = 100  # a fresh process now and then bounds leaks of a long-lived model
+BROKER_CONNECT_TIMEOUT_S = 5  # fail fast when Redis is away rather than hang a webhook
+
+
+def make_celery(settings: AppSettings) -> Celery:
+    """A Celery app configured from settings (the bot builds one only to publish)."""
+    app = Celery("spider", broker=settings.redis_url, backend=settings.redis_url,
+                 include=["worker.tasks"])
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=settings.task_soft_time_limit_s,
+        task_time_limit=settings.task_time_limit_s,
+        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        broker_connection_timeout=BROKER_CONNECT_TIMEOUT_S,
+        broker_connection_retry_on_startup=True,
+        task_default_queue=QUEUE,
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_expires=RESULT_TTL_S,
+        task_track_started=True,
+        worker_max_tasks_per_child=MAX_TASKS_PER_CHILD,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+        redis_socket_timeout=BROKER_CONNECT_TIMEOUT_S * 2,
+    )
+    return app
+
+
+app = make_celery(get_settings())
+
+
+@signals.setup_logging.connect
+def _setup_logging(**_: Any) -> None:
+    """Use spider's structured logs instead of Celery's own format."""
+    settings = get_settings()
+    logs.configure(settings.log_level, json_lines=settings.log_json)
+
+
+@signals.worker_init.connect
+def _check_settings(**_: Any) -> None:
+    """Fail fast at start when the app's identity or limits are missing or wrong."""
+    log = logging.getLogger(__name__)
+    try:
+        get_settings().check_worker()
+    except SettingsError as exc:
+        log.critical("worker cannot start: %s", exc)
+        raise SystemExit(2) from exc  # Celery logs and swallows Exceptions raised here
+    log.info("worker settings checked")

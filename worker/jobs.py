@@ -1,0 +1,72 @@
+"""The contract between the bot and the worker: one job, named by ids only.
+
+Import-light (standard library only): the bot imports it to enqueue by task name without
+importing the worker's tasks, and the worker re-reads every piece of state from GitHub.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+TASK_NAME = "spider.localize_issue"
+QUEUE = "spider"
+
+# A trigger is what caused the job: an issues action, or the id of a `/spider` comment.
+ISSUE_ACTIONS = ("opened", "reopened", "edited")
+_TRIGGER = re.compile(r"^(issues\.(opened|reopened|edited)|comment:[0-9]{1,20})$")
+_REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+
+
+def issue_trigger(action: str) -> str:
+    """The trigger of an ``issues`` event with this action."""
+    return f"issues.{action}"
+
+
+def comment_trigger(comment_id: int) -> str:
+    """The trigger of a ``/spider`` command posted as comment ``comment_id``."""
+    return f"comment:{comment_id}"
+
+
+def comment_id_of(trigger: str) -> int | None:
+    """The comment id of a command trigger, else None."""
+    return int(trigger.split(":", 1)[1]) if trigger.startswith("comment:") else None
+
+
+def valid_repo(full_name: str) -> bool:
+    """Whether ``owner/name`` is a plain GitHub repository name (no path tricks)."""
+    return bool(_REPO.match(full_name)) and ".." not in full_name
+
+
+@dataclass(frozen=True)
+class IssueJob:
+    """Localize one issue: the arguments of the ``localize_issue`` task."""
+
+    installation_id: int
+    repo: str
+    issue_number: int
+    delivery_id: str
+    trigger: str
+
+    def __post_init__(self) -> None:
+        if not valid_repo(self.repo):
+            raise ValueError(f"not a repository name: {self.repo!r}")
+        if not _TRIGGER.match(self.trigger):
+            raise ValueError(f"not a trigger: {self.trigger!r}")
+        if self.issue_number < 1 or self.installation_id < 1:
+            raise ValueError("issue number and installation id must be positive")
+
+    @property
+    def owner(self) -> str:
+        """The repository's owner login."""
+        return self.repo.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The repository's name without the owner."""
+        return self.repo.split("/", 1)[1]
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the task."""
+        return asdict(self)

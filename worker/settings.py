@@ -1,0 +1,162 @@
+"""Settings of the GitHub App (bot and worker): the engine's settings plus deployment ones.
+
+One pydantic-settings class, read from ``SPIDER_*`` environment variables. This module is
+import-light (pydantic only) because the bot imports it too. Secrets are checked when a
+process starts (:meth:`AppSettings.check_bot`, :meth:`AppSettings.check_worker`), not at
+import, so tests and tools can build settings freely.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+
+from spider.settings import EngineSettings
+
+# Values people paste from examples; refusing them makes a misconfigured deploy fail loudly.
+PLACEHOLDER_SECRET = re.compile(
+    r"^\s*$|^(change-?me|changeit|secret|password|todo|xxx+|dummy|example|placeholder)$"
+    r"|^<.*>$|^your[-_ ]",
+    re.IGNORECASE,
+)
+MIN_WEBHOOK_SECRET_CHARS = 16  # GitHub recommends a long random secret; short ones are guessable
+VISIBILITY_MARGIN_S = 600  # slack between a task's longest legitimate wait and a redelivery
+DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
+
+
+class SettingsError(RuntimeError):
+    """The process cannot start with these settings (missing or placeholder secrets)."""
+
+
+class AppSettings(EngineSettings):
+    """Settings of the bot and the worker (``SPIDER_`` environment variables)."""
+
+    # --- shared ---
+    redis_url: str = Field("redis://127.0.0.1:6379/0", description="broker, locks, dedupe")
+    log_level: str = "INFO"
+    log_json: bool = Field(True, description="one JSON object per log line")
+
+    # --- bot ---
+    webhook_secret: SecretStr | None = None
+    webhook_max_body_bytes: int = Field(
+        2 * 1024 * 1024,
+        ge=1024,
+        description="issue and comment payloads are far smaller; GitHub caps deliveries at 25 MB",
+    )
+    delivery_ttl_s: int = Field(
+        3 * 24 * 3600, ge=60, description="a delivery id is remembered this long (redeliveries)"
+    )
+
+    # --- GitHub ---
+    github_app_id: int | None = None
+    github_private_key: SecretStr | None = None
+    github_private_key_path: Path | None = None
+    github_api_url: str = "https://api.github.com"
+    git_url_template: str = Field(
+        "https://github.com/{owner}/{name}.git",
+        description="where mirrors are fetched from; an absolute local path is allowed for tests",
+    )
+    github_timeout_s: float = Field(30.0, gt=0, description="per HTTP request")
+    github_attempts: int = Field(4, ge=1, description="tries per GitHub call on 5xx/network errors")
+    github_backoff_s: float = Field(1.0, ge=0, description="first backoff; doubles, with jitter")
+    github_max_inline_wait_s: float = Field(
+        90.0,
+        ge=0,
+        description="rate-limit waits up to this are slept in the task; longer ones reschedule it",
+    )
+    token_refresh_margin_s: int = Field(
+        300, ge=0, description="an installation token is replaced this long before it expires"
+    )
+    max_repo_kb: int = Field(
+        2_000_000, ge=1, description="repositories above this size (GitHub's `size`) are skipped"
+    )
+    git_timeout_s: int = Field(900, ge=10, description="one git fetch")
+
+    # --- worker reliability ---
+    task_soft_time_limit_s: int = Field(900, ge=10, description="the task is told to stop")
+    task_time_limit_s: int = Field(960, ge=10, description="the worker process is killed")
+    max_retries: int = Field(5, ge=0, description="task retries on transient errors")
+    retry_backoff_s: float = Field(15.0, ge=0, description="first task retry delay; doubles")
+    retry_backoff_max_s: float = Field(
+        3600.0, ge=0, description="cap of one retry delay (GitHub's primary limit resets hourly)"
+    )
+    max_deliveries: int = Field(
+        2, ge=1, description="starts of one message before it is dropped (worker lost twice)"
+    )
+    lock_wait_s: float = Field(
+        120.0, ge=0, description="how long a job waits for another job indexing the same repo"
+    )
+
+    # --- rendering ---
+    template_dir: Path = Field(DEFAULT_TEMPLATE_DIR, description="holds comment.md.j2")
+    app_name: str = Field("spider-bot", description="shown in the comment")
+
+    @field_validator("github_api_url")
+    @classmethod
+    def _api_url(cls, v: str) -> str:
+        if not re.match(r"^https?://", v):
+            raise ValueError("SPIDER_GITHUB_API_URL must be an http(s) URL")
+        return v.rstrip("/")
+
+    @property
+    def mirror_dir(self) -> Path:
+        """Bare repository mirrors live here, one per repository."""
+        return Path(self.cache_dir) / "mirrors"
+
+    @property
+    def visibility_timeout_s(self) -> int:
+        """Redis redelivers an unacknowledged task after this; it must exceed the hard limit
+        and the longest retry countdown, or a running task would be handed out twice."""
+        return int(max(self.task_time_limit_s, self.retry_backoff_max_s) + VISIBILITY_MARGIN_S)
+
+    def private_key_pem(self) -> str:
+        """The app's private key, from the variable or the file; raise SettingsError if absent."""
+        if self.github_private_key is not None:
+            pem = self.github_private_key.get_secret_value().replace("\\n", "\n")
+        elif self.github_private_key_path is not None:
+            try:
+                pem = self.github_private_key_path.read_text()
+            except OSError as exc:
+                raise SettingsError(
+                    f"SPIDER_GITHUB_PRIVATE_KEY_PATH cannot be read: {exc.strerror}"
+                ) from exc
+        else:
+            raise SettingsError(
+                "set SPIDER_GITHUB_PRIVATE_KEY (PEM text) or SPIDER_GITHUB_PRIVATE_KEY_PATH"
+            )
+        if "PRIVATE KEY-----" not in pem:
+            raise SettingsError("the GitHub App private key is not a PEM private key")
+        return pem
+
+    def check_bot(self) -> None:
+        """Refuse to serve webhooks without a real secret."""
+        secret = self.webhook_secret.get_secret_value() if self.webhook_secret else ""
+        if PLACEHOLDER_SECRET.search(secret):
+            raise SettingsError("SPIDER_WEBHOOK_SECRET is missing or a placeholder")
+        if len(secret) < MIN_WEBHOOK_SECRET_CHARS:
+            raise SettingsError(
+                f"SPIDER_WEBHOOK_SECRET must be at least {MIN_WEBHOOK_SECRET_CHARS} characters"
+            )
+
+    def check_worker(self) -> None:
+        """Refuse to run jobs without the app's identity and sane limits."""
+        if self.github_app_id is None:
+            raise SettingsError("SPIDER_GITHUB_APP_ID is missing")
+        self.private_key_pem()
+        if self.task_soft_time_limit_s >= self.task_time_limit_s:
+            raise SettingsError("the soft time limit must be below the hard time limit")
+        if self.selector == "anthropic" and self.anthropic_api_key is None:
+            raise SettingsError("selector=anthropic needs SPIDER_ANTHROPIC_API_KEY")
+        if "{owner}" not in self.git_url_template and not Path(self.git_url_template).is_absolute():
+            raise SettingsError(
+                "SPIDER_GIT_URL_TEMPLATE needs {owner} and {name}, or is one local path"
+            )
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> AppSettings:
+    """The process-wide settings (tests may call ``get_settings.cache_clear()``)."""
+    return AppSettings()
