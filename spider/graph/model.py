@@ -143,7 +143,9 @@ class CodeGraph:
                 )
             g = nx.node_link_graph(data["graph"], directed=True, multigraph=True, edges="edges")
         except (OSError, ValueError, KeyError) as exc:
-            raise IndexFormatError(f"cannot read graph {path}: {exc}; delete it to rebuild") from exc
+            raise IndexFormatError(
+                f"cannot read graph {path}: {exc}; delete it to rebuild"
+            ) from exc
         st = data.get("stats", {})
         stats = ParseStats(
             parsed=Counter(st.get("parsed", {})),

@@ -1,0 +1,282 @@
+"""Build the code graph of a source tree: list, filter, parse, outline, link.
+
+Files are listed without content first so exclusions and the size cap cost nothing;
+then each remaining file is read once, checked (binary, minified), parsed under a time
+budget and turned into an outline (``extract``); finally nodes are added and the
+outlines are linked into invokes/imports/inherits edges (``resolve``). A file that
+cannot be used is skipped and counted in ``CodeGraph.stats.skipped`` by reason, never
+fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Parser
+from tree_sitter_language_pack import get_language
+
+from spider.errors import NoSourceFiles
+from spider.graph.extract import (
+    FileOutline,
+    ParseFailure,
+    ParseTimeout,
+    build_outline,
+    load_query,
+    parse_source,
+)
+from spider.graph.globs import GlobSet
+from spider.graph.languages import LanguageSpec, has_cpp_sources, spec_for_path
+from spider.graph.model import CodeGraph, NodeInfo, ParseStats
+from spider.graph.resolve import link
+from spider.settings import EngineSettings
+from spider.source import SourceTree
+
+log = logging.getLogger(__name__)
+
+# Reasons a file is skipped (keys of ParseStats.skipped).
+SKIP_EXCLUDED = "excluded"
+SKIP_TOO_LARGE = "too_large"
+SKIP_BINARY = "binary"
+SKIP_MINIFIED = "minified"
+SKIP_PARSE_ERROR = "parse_error"
+SKIP_TIMEOUT = "timeout"
+SKIP_UNREADABLE = "unreadable"
+
+HUGE_LINE_FACTOR = 10  # one line this many times max_line_chars is a bundled blob, not source
+ROOT_DIR = "."
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class _Planned:
+    path: str
+    spec: LanguageSpec
+
+
+def build_graph(
+    source: SourceTree,
+    settings: EngineSettings,
+    progress: ProgressFn | None = None,
+) -> CodeGraph:
+    """Parse every supported source file of ``source`` into a CodeGraph.
+
+    ``progress(done, total)`` is called after each file. Raises NoSourceFiles when no
+    supported file remains after exclusions, or none could be parsed.
+    """
+    started = time.monotonic()
+    stats = ParseStats()
+    plan, unsupported = _plan(source, settings, stats)
+    if not plan:
+        raise NoSourceFiles(
+            "no supported source file to index "
+            f"({unsupported} files in unsupported languages, skipped: {dict(stats.skipped)}); "
+            "check the exclude/include settings"
+        )
+    outlines = _parse_all(source, plan, settings, stats, progress)
+    if not outlines:
+        raise NoSourceFiles(
+            f"none of the {len(plan)} source files could be used (skipped: {dict(stats.skipped)})"
+        )
+    cg = CodeGraph(stats=stats, commit=source.commit)
+    ids = _add_nodes(cg, outlines)
+    link(cg, outlines, ids, settings.invokes_max_candidates)
+    stats.seconds = round(time.monotonic() - started, 3)
+    log.info(
+        "graph built",
+        extra={"files": sum(stats.parsed.values()), "seconds": stats.seconds, **cg.counts()},
+    )
+    return cg
+
+
+# -- planning ---------------------------------------------------------------------------
+
+
+def _plan(
+    source: SourceTree, settings: EngineSettings, stats: ParseStats
+) -> tuple[list[_Planned], int]:
+    """Supported files that pass the exclusions and the size cap, sorted by path."""
+    listing = source.files()
+    headers_are_cpp = has_cpp_sources([f.path for f in listing])
+    excludes = GlobSet(settings.exclusion_globs())
+    includes = GlobSet(settings.include)
+    plan: list[_Planned] = []
+    unsupported = 0
+    for f in sorted(listing, key=lambda f: f.path):
+        spec = spec_for_path(f.path, headers_are_cpp=headers_are_cpp)
+        if spec is None:
+            unsupported += 1
+        elif excludes.matches(f.path) or (includes and not includes.matches(f.path)):
+            stats.skipped[SKIP_EXCLUDED] += 1
+        elif f.size > settings.max_file_bytes:
+            stats.skipped[SKIP_TOO_LARGE] += 1
+        else:
+            plan.append(_Planned(f.path, spec))
+    return plan, unsupported
+
+
+# -- parsing ----------------------------------------------------------------------------
+
+
+def _parse_all(
+    source: SourceTree,
+    plan: list[_Planned],
+    settings: EngineSettings,
+    stats: ParseStats,
+    progress: ProgressFn | None,
+) -> list[FileOutline]:
+    spec_of = {p.path: p.spec for p in plan}
+    parsers: dict[str, Parser] = {}
+    outlines: list[FileOutline] = []
+    total, done = len(plan), 0
+    for path, data in source.read_many([p.path for p in plan]):
+        spec = spec_of.get(path)
+        if spec is None:
+            continue
+        outline, reason = _parse_one(path, data, spec, settings, parsers)
+        if outline is not None:
+            outlines.append(outline)
+            stats.parsed[spec.name] += 1
+        else:
+            stats.skipped[reason] += 1
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    if done < total:  # files that vanished or could not be read
+        stats.skipped[SKIP_UNREADABLE] += total - done
+        if progress is not None:
+            progress(total, total)
+    return outlines
+
+
+def content_skip_reason(data: bytes, max_line_chars: int) -> str | None:
+    """Why a file's content is not worth parsing (binary, minified), or None."""
+    if b"\0" in data:
+        return SKIP_BINARY
+    lines = data.count(b"\n") + 1
+    if len(data) / lines > max_line_chars:
+        return SKIP_MINIFIED
+    huge = HUGE_LINE_FACTOR * max_line_chars
+    if len(data) > huge and max(map(len, data.split(b"\n"))) > huge:
+        return SKIP_MINIFIED
+    return None
+
+
+def _as_utf8(path: str, data: bytes) -> bytes:
+    """The file as valid UTF-8 (invalid bytes become U+FFFD; it is still parsed)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        log.debug("invalid UTF-8, decoded with replacement", extra={"path": path})
+        return data.decode("utf-8", "replace").encode("utf-8")
+    return data
+
+
+def _parse_one(
+    path: str,
+    data: bytes,
+    spec: LanguageSpec,
+    settings: EngineSettings,
+    parsers: dict[str, Parser],
+) -> tuple[FileOutline | None, str]:
+    reason = content_skip_reason(data, settings.max_line_chars)
+    if reason is not None:
+        return None, reason
+    data = _as_utf8(path, data)
+    parser = parsers.get(spec.grammar)
+    if parser is None:
+        parser = parsers[spec.grammar] = Parser(get_language(spec.grammar))
+    started = time.monotonic()
+    try:
+        tree = parse_source(parser, data, settings.parse_timeout_s)
+    except ParseTimeout:
+        log.warning("parse timed out", extra={"path": path})
+        return None, SKIP_TIMEOUT
+    except ParseFailure as exc:
+        log.warning("parse failed", extra={"path": path, "error": str(exc)})
+        return None, SKIP_PARSE_ERROR
+    root = tree.root_node
+    if root.type == "ERROR" or (
+        root.has_error
+        and root.named_child_count > 0
+        and all(c.type == "ERROR" for c in root.named_children)
+    ):
+        return None, SKIP_PARSE_ERROR
+    outline = build_outline(path, spec.name, data, tree, load_query(spec.query, spec.grammar))
+    if time.monotonic() - started > settings.parse_timeout_s:
+        log.warning("outline exceeded the parse budget", extra={"path": path})
+        return None, SKIP_TIMEOUT
+    return outline, ""
+
+
+# -- nodes ------------------------------------------------------------------------------
+
+
+def _add_nodes(cg: CodeGraph, outlines: list[FileOutline]) -> dict[str, list[str]]:
+    """Add directory, file, class and function nodes with contains edges.
+
+    Returns, per file path, the node id of each of its definitions (same order).
+    """
+    cg.add_node(ROOT_DIR, **_attrs("directory", ROOT_DIR, "", "", 0, 0, ""))
+    known_dirs = {ROOT_DIR}
+    ids: dict[str, list[str]] = {}
+    for o in outlines:
+        parent = _ensure_dirs(cg, posixpath.dirname(o.path), known_dirs)
+        cg.add_node(o.path, **_attrs("file", o.path, "", o.language, 1, o.lines, ""))
+        cg.add_edge(parent, o.path, "contains")
+        seen: Counter[str] = Counter()
+        file_ids: list[str] = []
+        for d in o.definitions:
+            seen[d.qualname] += 1
+            n = seen[d.qualname]
+            file_ids.append(f"{o.path}:{d.qualname}" + (f"#{n}" if n > 1 else ""))
+        for node_id, d in zip(file_ids, o.definitions, strict=True):
+            cg.add_node(
+                node_id,
+                **_attrs(d.kind, o.path, d.qualname, o.language, d.start_line, d.end_line, d.text),
+            )
+        for node_id, d in zip(file_ids, o.definitions, strict=True):
+            # a method written before its class (Go) has a later parent: add edges after nodes
+            cg.add_edge(file_ids[d.parent] if d.parent >= 0 else o.path, node_id, "contains")
+        ids[o.path] = file_ids
+    return ids
+
+
+def _ensure_dirs(cg: CodeGraph, directory: str, known: set[str]) -> str:
+    """Add a directory and its missing ancestors; return its node id."""
+    if not directory:
+        return ROOT_DIR
+    missing: list[str] = []
+    d = directory
+    while d and d not in known:
+        missing.append(d)
+        d = posixpath.dirname(d)
+    parent = d or ROOT_DIR
+    for d in reversed(missing):
+        cg.add_node(d, **_attrs("directory", d, "", "", 0, 0, ""))
+        cg.add_edge(parent, d, "contains")
+        known.add(d)
+        parent = d
+    return directory
+
+
+def _attrs(
+    kind: str, path: str, name: str, language: str, start: int, end: int, text: str
+) -> dict[str, object]:
+    return {
+        "kind": kind,
+        "path": path,
+        "name": name,
+        "language": language,
+        "start_line": start,
+        "end_line": end,
+        "text": text,
+    }
+
+
+__all__ = ["CodeGraph", "NodeInfo", "ParseStats", "build_graph", "content_skip_reason"]
