@@ -16,7 +16,8 @@ QUEUE = "spider"
 # A trigger is what caused the job: an issues action, or the id of a `/spider` comment.
 ISSUE_ACTIONS = ("opened", "reopened", "edited")
 _TRIGGER = re.compile(r"^(issues\.(opened|reopened|edited)|comment:[0-9]{1,20})$")
-_REPO = re.compile(r"^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$")
+# GitHub's rules: owners are alphanumeric with inner hyphens; names add '.', '_' and '-'.
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9_.-]{1,100}$")
 
 
 def issue_trigger(action: str) -> str:
@@ -36,7 +37,7 @@ def comment_id_of(trigger: str) -> int | None:
 
 def valid_repo(full_name: str) -> bool:
     """Whether ``owner/name`` is a plain GitHub repository name (no path tricks)."""
-    return bool(_REPO.match(full_name)) and ".." not in full_name
+    return bool(_REPO.match(full_name)) and full_name.split("/")[1] not in (".", "..")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,69 @@
+"""Fixtures of the worker tests: a private Redis, an app key, a fake GitHub, a tiny repo."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.worker.helpers import make_repo
+from worker.devstack import RedisServer, app_key_pair
+from worker.fake_github import FakeGitHub
+from worker.settings import AppSettings
+
+APP_ID = 4242
+INSTALLATION = 7
+REPO = "acme/httpkit"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+        yield server.url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def app_keys() -> tuple[str, str]:
+    return app_key_pair()
+
+
+@pytest.fixture
+def repo_path(tmp_path: Path) -> Path:
+    path = tmp_path / "origin" / REPO
+    make_repo(path)
+    return path
+
+
+@pytest.fixture
+def fake(app_keys: tuple[str, str], repo_path: Path) -> Iterator[FakeGitHub]:
+    gh = FakeGitHub(app_id=APP_ID, public_key_pem=app_keys[1], installation_id=INSTALLATION)
+    gh.add_repo(REPO, repo_path)
+    with gh.serve():
+        yield gh
+
+
+@pytest.fixture
+def settings(fake: FakeGitHub, app_keys: tuple[str, str], redis_url: str, tmp_path: Path) -> AppSettings:
+    return AppSettings(
+        _env_file=None,
+        redis_url=redis_url,
+        github_app_id=APP_ID,
+        github_private_key=app_keys[0],
+        github_api_url=fake.base_url,
+        git_url_template=str(tmp_path / "origin" / "{owner}" / "{name}"),
+        cache_dir=tmp_path / "cache",
+        github_backoff_s=0.01,
+        github_max_inline_wait_s=5,
+        selector="none",
+        k=3,
+    )

@@ -1,0 +1,105 @@
+"""Helpers shared by the worker and end-to-end tests: tiny git repositories, a stub engine."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from spider.models import Hit, Issue, Localization, Reason
+from spider.settings import EngineSettings
+from worker.mirror import Checkout
+
+GIT_ID = ["-c", "user.email=test@example.com", "-c", "user.name=Test"]
+
+TINY_REPO = {
+    "httpkit/__init__.py": "",
+    "httpkit/headers.py": (
+        "def parse_header(line):\n"
+        '    """Split one HTTP header line into a lower-case name and a value."""\n'
+        '    name, _, value = line.partition(":")\n'
+        "    return name.strip().lower(), value.strip()\n"
+        "\n\n"
+        "def format_header(name, value):\n"
+        '    return f"{name.title()}: {value}"\n'
+    ),
+    "httpkit/session.py": (
+        "from httpkit.headers import parse_header\n"
+        "\n\n"
+        "class Session:\n"
+        "    def send(self, request):\n"
+        "        response = self.adapter(request)\n"
+        "        return self.read_headers(response)\n"
+        "\n"
+        "    def adapter(self, request):\n"
+        "        return request\n"
+        "\n"
+        "    def read_headers(self, raw):\n"
+        "        return dict(parse_header(line) for line in raw.splitlines() if line)\n"
+    ),
+    "httpkit/cookies.py": (
+        "def parse_cookie(text):\n"
+        '    return dict(part.split("=", 1) for part in text.split(";") if "=" in part)\n'
+        "\n\n"
+        "def cookie_header(jar):\n"
+        '    return "; ".join(f"{k}={v}" for k, v in jar.items())\n'
+    ),
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *GIT_ID, *args], cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def make_repo(path: Path, files: dict[str, str] | None = None, *, config: str | None = None,
+              branch: str = "main") -> str:
+    """A git repository with ``files`` (and ``.github/spider.yml``) committed; returns the sha."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", branch)
+    write(path, files if files is not None else TINY_REPO, config=config)
+    return commit(path, "initial")
+
+
+def write(path: Path, files: dict[str, str], *, config: str | None = None) -> None:
+    for rel, text in files.items():
+        (path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (path / rel).write_text(text)
+    if config is not None:
+        (path / ".github").mkdir(exist_ok=True)
+        (path / ".github" / "spider.yml").write_text(config)
+
+
+def commit(path: Path, message: str) -> str:
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", message)
+    return git(path, "rev-parse", "HEAD")
+
+
+class StubEngine:
+    """Returns fixed hits from the tiny repository; records what it was asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def index(self, checkout: Checkout, settings: EngineSettings) -> Checkout:
+        return checkout
+
+    def locate(self, index: Checkout, issue: Issue, settings: EngineSettings) -> Localization:
+        self.calls.append({"issue": issue, "k": settings.k, "edges": settings.edges,
+                           "selector": settings.selector, "include": settings.include})
+        hits = [
+            Hit("httpkit/headers.py:parse_header", "httpkit/headers.py", "parse_header", 1, 4, 0.9,
+                [Reason("hybrid", rank=1, score=0.9, detail="dense 1, BM25 2")]),
+            Hit("httpkit/session.py:Session.read_headers", "httpkit/session.py",
+                "Session.read_headers", 12, 13, 0.5,
+                [Reason("expand", centre="httpkit/headers.py:parse_header", edge="invokes", hops=1),
+                 Reason("hybrid", rank=5)]),
+            Hit("httpkit/session.py:Session.send", "httpkit/session.py", "Session.send", 5, 7, 0.4,
+                [Reason("hybrid", rank=2)]),
+        ]
+        return Localization(index.sha, hits[: settings.k],
+                            {"k": settings.k, "selector": settings.selector,
+                             "edges": list(settings.edges)},
+                            {"first_stage": 0.01, "expansion": 0.0, "total": 0.01,
+                             "selector_calls": 0.0})

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from spider.source import GitSource
+from tests.worker.helpers import commit, git, make_repo, write
+from worker.errors import FetchFailed, RepositoryTooLarge, UnsafeRepository
+from worker.mirror import Mirrors
+from worker.settings import AppSettings
+
+from .conftest import REPO
+
+
+def test_fetch_reads_the_branch_head_without_a_working_tree(settings: AppSettings, repo_path: Path) -> None:
+    mirrors = Mirrors(settings)
+    head = git(repo_path, "rev-parse", "HEAD")
+    checkout = mirrors.fetch(REPO, "main", token=None)
+    assert checkout.sha == head and checkout.git_dir == settings.mirror_dir / "acme" / "httpkit.git"
+    assert (checkout.git_dir / "HEAD").is_file() and not (checkout.git_dir / "httpkit").exists()
+    assert not any((checkout.git_dir / "hooks").glob("*"))
+    files = {f.path for f in GitSource(checkout.git_dir, checkout.sha).files()}
+    assert "httpkit/session.py" in files
+
+    write(repo_path, {"httpkit/new.py": "def added():\n    return 1\n"})
+    new = commit(repo_path, "second")
+    assert mirrors.fetch(REPO, "main", token=None).sha == new
+    shallow = (checkout.git_dir / "shallow").read_text()
+    assert new in shallow  # history is not fetched: one tree is all the engine reads
+
+
+def test_force_pushed_branch_is_followed(settings: AppSettings, repo_path: Path) -> None:
+    mirrors = Mirrors(settings)
+    mirrors.fetch(REPO, "main", token=None)
+    git(repo_path, "commit", "-q", "--amend", "-m", "rewritten")
+    assert mirrors.fetch(REPO, "main", token=None).sha == git(repo_path, "rev-parse", "HEAD")
+
+
+def test_stale_lock_from_a_killed_fetch_is_cleared(settings: AppSettings) -> None:
+    mirrors = Mirrors(settings)
+    checkout = mirrors.fetch(REPO, "main", token=None)
+    (checkout.git_dir / "shallow.lock").write_text("")
+    mirrors.fetch(REPO, "main", token=None)
+
+
+def test_size_cap(settings: AppSettings) -> None:
+    small = settings.model_copy(update={"max_repo_kb": 1})
+    (Path(settings.git_url_template.format(owner="acme", name="big")) ).mkdir(parents=True)
+    big = Path(settings.git_url_template.format(owner="acme", name="big"))
+    make_repo(big, {"blob.py": "x = '" + "ab" * 40_000 + "'\n" + "".join(f"# {i}\n" for i in range(9000))})
+    with pytest.raises(RepositoryTooLarge):
+        Mirrors(small).fetch("acme/big", "main", token=None)
+    assert not Mirrors(small).path_for("acme/big").exists()
+
+
+@pytest.mark.parametrize("template", ["git@github.com:{owner}/{name}.git", "http://github.com/{owner}/{name}",
+                                      "ext::sh -c touch% /tmp/pwned", "relative/{owner}/{name}"])
+def test_only_https_or_local_paths(settings: AppSettings, template: str) -> None:
+    with pytest.raises(UnsafeRepository):
+        Mirrors(settings.model_copy(update={"git_url_template": template})).fetch(REPO, "main", None)
+
+
+@pytest.mark.parametrize("repo", ["../x", "a/../../b", "a/b/c", "a", "-a/b"])
+def test_repository_names_are_checked(settings: AppSettings, repo: str) -> None:
+    with pytest.raises(UnsafeRepository):
+        Mirrors(settings).path_for(repo)
+
+
+@pytest.mark.parametrize("branch", ["--upload-pack=touch", "a..b", "/abs", "x.lock/", "a b"])
+def test_branch_names_are_checked(settings: AppSettings, branch: str) -> None:
+    with pytest.raises(UnsafeRepository):
+        Mirrors(settings).fetch(REPO, branch, None)
+
+
+def test_missing_branch_is_a_fetch_failure(settings: AppSettings) -> None:
+    with pytest.raises(FetchFailed):
+        Mirrors(settings).fetch(REPO, "nope", token=None)
+
+
+def test_token_goes_to_git_through_the_environment_only(
+    settings: AppSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "ghs_0123456789abcdefSECRET"
+    seen: list[tuple[list[str], dict[str, str]]] = []
+    real_run = subprocess.run
+
+    def spy(argv: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        seen.append((list(argv), dict(kw.get("env") or {})))  # type: ignore[call-overload]
+        if "fetch" in argv:
+            return subprocess.CompletedProcess(argv, 0, "", "")
+        return real_run(argv, **kw)  # type: ignore[call-overload, no-any-return]
+
+    monkeypatch.setattr(subprocess, "run", spy)
+    https = settings.model_copy(update={"git_url_template": "https://github.com/{owner}/{name}.git"})
+    with pytest.raises(FetchFailed):  # rev-parse fails: the spy fetched nothing
+        Mirrors(https).fetch(REPO, "main", token=token)
+    fetch_argv, fetch_env = next((a, e) for a, e in seen if "fetch" in a)
+    assert not any(token in arg for arg in fetch_argv)
+    assert "https://github.com/acme/httpkit.git" in fetch_argv
+    assert fetch_env["GIT_CONFIG_KEY_0"] == "http.extraHeader"
+    assert fetch_env["GIT_CONFIG_VALUE_0"].startswith("Authorization: Basic ")
+    assert "protocol.file.allow=always" not in fetch_argv
+    for argv, env in seen:
+        if "fetch" not in argv:
+            assert "GIT_CONFIG_VALUE_0" not in env  # only that one command sees it
+    mirror = Mirrors(https).path_for(REPO)
+    for f in mirror.rglob("*"):
+        if f.is_file():
+            assert token.encode() not in f.read_bytes()

@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.worker.helpers import StubEngine, commit, git, write
+from worker import locks
+from worker.errors import Busy, GitHubUnavailable
+from worker.fake_github import FakeGitHub
+from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
+from worker.jobs import IssueJob
+from worker.mirror import Mirrors
+from worker.pipeline import Deps, run_job
+from worker.render import MARKER
+from worker.settings import AppSettings
+
+from .conftest import INSTALLATION, REPO
+
+BODY = "parse_header drops the value when the header line contains a second colon, e.g. Host: a:80"
+
+
+@pytest.fixture
+def engine() -> StubEngine:
+    return StubEngine()
+
+
+@pytest.fixture
+def deps(settings: AppSettings, redis_client: redis.Redis, engine: StubEngine) -> Deps:
+    policy = RetryPolicy(settings, sleep=lambda s: None)
+    tokens = InstallationTokens(settings, TokenCache(redis_client, settings), policy)
+    return Deps(settings=settings, redis=redis_client,
+                github=lambda i: GitHubClient(settings, tokens, i, policy),
+                mirrors=Mirrors(settings), engine=engine, policy=policy)
+
+
+def job(number: int = 1, trigger: str = "issues.opened", delivery: str = "d1") -> IssueJob:
+    return IssueJob(INSTALLATION, REPO, number, delivery, trigger)
+
+
+def test_opened_issue_gets_one_comment_then_it_is_edited(deps: Deps, fake: FakeGitHub, repo_path: Path,
+                                                        engine: StubEngine) -> None:
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    first = run_job(job(), deps)
+    assert first.status == "created" and first.sha == git(repo_path, "rev-parse", "HEAD")
+    (ours,) = fake.bot_comments(REPO, 1)
+    assert ours.body.startswith(MARKER) and ours.body.count(f"/blob/{first.sha}/") == 3
+    assert engine.calls[0]["issue"].title == "Header parsing loses values"
+
+    write(repo_path, {"httpkit/extra.py": "def extra():\n    pass\n"})
+    new_sha = commit(repo_path, "more")
+    fake.add_comment(REPO, 1, "/spider k=2 edges=contains", comment_id=555, association="MEMBER")
+    second = run_job(job(trigger="comment:555", delivery="d2"), deps)
+    assert second.status == "updated" and second.comment_id == ours.id and second.sha == new_sha
+    (ours,) = fake.bot_comments(REPO, 1)
+    assert ours.body.count(f"/blob/{new_sha}/") == 2
+    assert engine.calls[-1]["k"] == 2 and engine.calls[-1]["edges"] == ("contains",)
+
+
+def test_repo_config_applies(deps: Deps, fake: FakeGitHub, repo_path: Path, engine: StubEngine) -> None:
+    write(repo_path, {}, config="k: 2\ninclude: [httpkit/**]\ntriggers: [opened, edited]\n")
+    commit(repo_path, "config")
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    assert run_job(job(trigger="issues.edited"), deps).status == "created"
+    assert engine.calls[0]["k"] == 2 and engine.calls[0]["include"] == ["httpkit/**"]
+    assert "Configuration: `.github/spider.yml`" in fake.bot_comments(REPO, 1)[0].body
+
+
+def test_invalid_config_uses_defaults_and_says_why(deps: Deps, fake: FakeGitHub, repo_path: Path,
+                                                   engine: StubEngine) -> None:
+    write(repo_path, {}, config="k: 1000\n")
+    commit(repo_path, "bad config")
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    run_job(job(), deps)
+    body = fake.bot_comments(REPO, 1)[0].body
+    assert "> **Note:** `.github/spider.yml` was ignored because `k`: Input should be less than" in body
+    assert engine.calls[0]["k"] == 3  # the installation's default, not the file's
+
+
+@pytest.mark.parametrize(
+    ("issue", "config", "trigger", "reason"),
+    [
+        ({"labels": ["spider:skip"]}, None, "issues.opened", "label"),
+        ({"labels": ["later"]}, "skip_label: later\n", "issues.opened", "label"),
+        ({"body": "short"}, "min_issue_length: 100\n", "issues.opened", "shorter than 100"),
+        ({}, None, "issues.edited", "does not trigger"),
+        ({}, "enabled: false\n", "issues.opened", "disabled"),
+        ({"locked": True}, None, "issues.opened", "locked"),
+        ({"state": "closed"}, None, "issues.opened", "closed"),
+        ({"user": "dependabot[bot]", "user_type": "Bot"}, None, "issues.opened", "bot"),
+        ({"pull_request": True}, None, "issues.opened", "pull request"),
+    ],
+)
+def test_skips(deps: Deps, fake: FakeGitHub, repo_path: Path, issue: dict[str, object],
+               config: str | None, trigger: str, reason: str) -> None:
+    if config is not None:
+        write(repo_path, {}, config=config)
+        commit(repo_path, "config")
+    fake.add_issue(REPO, 1, "Header parsing loses values", **{"body": BODY, **issue})  # type: ignore[arg-type]
+    outcome = run_job(job(trigger=trigger), deps)
+    assert outcome.status == "skipped" and reason in outcome.reason
+    assert fake.bot_comments(REPO, 1) == []
+
+
+def test_command_from_a_stranger_or_no_longer_a_command(deps: Deps, fake: FakeGitHub) -> None:
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    fake.add_comment(REPO, 1, "/spider", comment_id=600, user="drive-by", association="NONE")
+    assert "members" in run_job(job(trigger="comment:600"), deps).reason
+    fake.add_comment(REPO, 1, "never mind", comment_id=601, association="OWNER")
+    assert "no longer" in run_job(job(trigger="comment:601"), deps).reason
+    fake.add_comment(REPO, 1, "/spider k=99 colour=red", comment_id=602, user="octocat")  # the author
+    assert run_job(job(trigger="comment:602"), deps).status == "created"
+    body = fake.bot_comments(REPO, 1)[0].body
+    assert "ignored `k=99`" in body and "ignored `colour=red`" in body
+
+
+def test_lost_answer_to_a_create_does_not_duplicate(deps: Deps, fake: FakeGitHub) -> None:
+    # GitHub creates the comment but the answer is a 502: the retry must find it, not post again.
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    fake.inject("POST", r"/issues/1/comments$", 502, apply=True)
+    assert run_job(job(), deps).status == "unchanged"
+    assert len(fake.bot_comments(REPO, 1)) == 1
+
+
+def test_someone_elses_marker_is_not_ours(deps: Deps, fake: FakeGitHub) -> None:
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    fake.add_comment(REPO, 1, MARKER + "\nquoted by a human")
+    assert run_job(job(), deps).status == "created"
+    assert len(fake.bot_comments(REPO, 1)) == 1
+
+
+def test_github_down_is_transient(deps: Deps, fake: FakeGitHub) -> None:
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    fake.inject("GET", r"/issues/1$", 503, times=100)
+    with pytest.raises(GitHubUnavailable):
+        run_job(job(), deps)
+    assert fake.bot_comments(REPO, 1) == []
+
+
+def test_issue_lock_makes_a_second_job_wait_its_turn(deps: Deps, fake: FakeGitHub,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import worker.pipeline
+
+    monkeypatch.setattr(worker.pipeline, "ISSUE_LOCK_WAIT_S", 0.1)
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    with locks.held(deps.redis, locks.issue_lock_name(REPO, 1), ttl_s=30, wait_s=0), \
+            pytest.raises(Busy):
+        run_job(job(), deps)
+    assert run_job(job(), deps).status == "created"

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from spider.models import Hit, Localization, Reason
+from worker.errors import RenderError
+from worker.render import MARKER, build_view, permalink, reason_words, render
+from worker.settings import DEFAULT_TEMPLATE_DIR
+
+GOLDEN = Path(__file__).parent / "golden"
+SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
+URL = "https://github.com/acme/httpkit"
+
+
+def localization() -> Localization:
+    return Localization(
+        commit=SHA,
+        hits=[
+            Hit("httpkit/session.py:Session.send", "httpkit/session.py", "Session.send", 5, 7, 0.91,
+                [Reason("hybrid", rank=1, score=0.91, detail="dense 2, BM25 1"),
+                 Reason("mention", detail="Session.send")]),
+            Hit("httpkit/headers.py:parse_header", "httpkit/headers.py", "parse_header", 1, 4, 0.5,
+                [Reason("expand", centre="httpkit/session.py:Session.read_headers", edge="invokes",
+                        hops=2), Reason("hybrid", rank=31)]),
+            Hit("httpkit/cookies.py:parse_cookie", "httpkit/cookies.py", "parse_cookie", 1, 1, 0.2,
+                [Reason("traceback")]),
+        ],
+        settings={"k": 3, "first_stage": "hybrid", "selector": "offline",
+                  "edges": ["contains", "invokes"], "pool": 500},
+        timings={"first_stage": 0.25, "expansion": 0.5, "total": 0.75, "selector_calls": 5.0},
+    )
+
+
+def comment(**kw: object) -> str:
+    args: dict[str, object] = dict(
+        html_url=URL, branch="main", timings={"fetch": 1.5, "index": 12.25, "total": 14.75},
+        config_found=True, skip_label="spider:skip", app_name="spider-bot",
+    )
+    args.update(kw)
+    return render(build_view(localization(), **args), DEFAULT_TEMPLATE_DIR)  # type: ignore[arg-type]
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("SPIDER_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"rendered comment changed; SPIDER_UPDATE_GOLDEN=1 to accept ({path})"
+
+
+def test_golden_comment() -> None:
+    check_golden("comment.md", comment())
+
+
+def test_golden_comment_with_notes() -> None:
+    notes = ["`.github/spider.yml` was ignored because `k`: Input should be less than or equal to 50; "
+             "the defaults were used.", "`/spider`: ignored `foo=1`: known options are k and edges."]
+    check_golden("comment_with_notes.md", comment(notes=notes, config_found=False))
+
+
+def test_permalinks_point_at_the_full_sha_and_line_range() -> None:
+    body = comment()
+    assert body.startswith(MARKER + "\n")
+    assert f"({URL}/blob/{SHA}/httpkit/session.py#L5-L7)" in body
+    assert f"({URL}/blob/{SHA}/httpkit/cookies.py#L1)" in body
+    assert body.count(f"/blob/{SHA}/") == 3
+
+
+def test_reasons_in_words() -> None:
+    assert reason_words(Reason("expand", centre="a.py:Session.send", edge="invokes")) == \
+        "found via invokes from `Session.send`"
+    assert reason_words(Reason("expand", centre="a.py:f", edge="contains", hops=3)) == \
+        "found via contains from `f`, 3 hops"
+    assert reason_words(Reason("dense", rank=3)) == "dense rank 3"
+    assert reason_words(Reason("mention", detail="@all [x](http://e)")) == \
+        "named in the issue (`@all [x](http://e)`)"
+
+
+def test_hostile_repository_content_is_inert() -> None:
+    loc = localization()
+    loc.hits[0] = Hit("x", "src/we ird(1)`.py", "evil`@everyone <img src=x> [a](http://x)", 3, 4, 1.0,
+                      [Reason("expand", centre="p.py:`@team`", edge="invokes")])
+    body = render(build_view(loc, html_url=URL, branch="ma`in", skip_label="@org/team",
+                             app_name="bot @x", notes=["see #1 @bob"]), DEFAULT_TEMPLATE_DIR)
+    assert "/src/we%20ird%281%29%60.py#L3-L4" in body
+    assert "``evil`@everyone <img src=x> [a](http://x)``" in body
+    assert "`` `@team` ``" in body
+    for line in body.splitlines():
+        stripped = line
+        for span in __import__("re").findall(r"(`+)(.+?)\1", line):
+            stripped = stripped.replace(span[0] + span[1] + span[0], "")
+        assert "@e" not in stripped and "@b" not in stripped and "<img" not in stripped
+
+
+def test_refuses_what_it_cannot_render_in_full() -> None:
+    with pytest.raises(RenderError):
+        permalink("javascript:alert(1)//", SHA, "a.py", 1, 2)
+    with pytest.raises(RenderError):
+        permalink(URL, "main", "a.py", 1, 2)
+    empty = Localization(commit=SHA, hits=[])
+    with pytest.raises(RenderError):
+        build_view(empty, html_url=URL, branch="main", skip_label="s", app_name="a")
+
+
+def test_missing_template_fields_are_errors(tmp_path: Path) -> None:
+    (tmp_path / "comment.md.j2").write_text(MARKER + "{{ view.nope }}")
+    view = build_view(localization(), html_url=URL, branch="main", skip_label="s", app_name="a")
+    with pytest.raises(RenderError):
+        render(view, tmp_path)

@@ -1,0 +1,454 @@
+"""A fake GitHub REST API on 127.0.0.1 for the end-to-end tests and the replay command.
+
+It implements what the worker calls (installation token, repository, contents, issue,
+comments list/get/create/update) with GitHub-shaped bodies that githubkit's models
+validate, checks the app's JWT against its public key and the installation token on
+every other call, records every request, and can inject failures (a 500, a 403 secondary
+rate limit with ``retry-after``) for the next matching requests. File contents are read
+from the local git repository registered for each repository.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import jwt
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+
+HTML_ROOT = "https://github.com"
+TOKEN_TTL = timedelta(hours=1)  # what GitHub gives installation tokens
+_REPO_URL_FIELDS = (
+    "archive", "assignees", "blobs", "branches", "collaborators", "comments", "commits",
+    "compare", "contents", "contributors", "deployments", "downloads", "events", "forks",
+    "git_commits", "git_refs", "git_tags", "issue_comment", "issue_events", "issues", "keys",
+    "labels", "languages", "merges", "milestones", "notifications", "pulls", "releases",
+    "stargazers", "statuses", "subscribers", "subscription", "tags", "teams", "trees", "hooks",
+)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class FakeRepo:
+    """A repository the fake serves, backed by a local git repository."""
+
+    full_name: str
+    path: Path
+    default_branch: str
+    id: int
+
+
+@dataclass
+class FakeIssue:
+    """An issue (or, with ``pull_request``, a pull request) in a fake repository."""
+
+    repo: str
+    number: int
+    title: str
+    body: str | None
+    user: str = "octocat"
+    user_type: str = "User"
+    labels: list[str] = field(default_factory=list)
+    state: str = "open"
+    locked: bool = False
+    pull_request: bool = False
+
+
+@dataclass
+class FakeComment:
+    """A comment on an issue; ``app_id`` is set on comments the app posted."""
+
+    repo: str
+    issue: int
+    id: int
+    body: str
+    user: str
+    user_type: str = "User"
+    association: str = "NONE"
+    app_id: int | None = None
+    created_at: str = field(default_factory=_now)
+    updated_at: str = field(default_factory=_now)
+
+
+@dataclass
+class Injection:
+    """Answer the next ``times`` requests matching method and path with this response."""
+
+    method: str
+    path: re.Pattern[str]
+    status: int
+    headers: dict[str, str]
+    body: dict[str, Any]
+    times: int
+    apply: bool  # run the real handler first (the change happens, the answer is lost)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request the fake received."""
+
+    method: str
+    path: str
+    status: int
+    at: float
+
+
+class FakeGitHub:
+    """State and FastAPI app of the fake API. Thread-safe; run it with :meth:`serve`."""
+
+    def __init__(self, *, app_id: int, public_key_pem: str, installation_id: int = 1,
+                 app_slug: str = "spider-bot") -> None:
+        self.app_id = app_id
+        self.installation_id = installation_id
+        self.app_slug = app_slug
+        self._public_key = public_key_pem
+        self._lock = threading.RLock()
+        self.repos: dict[str, FakeRepo] = {}
+        self.issues: dict[tuple[str, int], FakeIssue] = {}
+        self.comments: dict[int, FakeComment] = {}
+        self.calls: list[Call] = []
+        self._injections: list[Injection] = []
+        self._tokens: dict[str, float] = {}
+        self._next_id = 1000
+        self.base_url = ""  # set by serve()
+        self.app = self._build_app()
+
+    # --- test control ---
+
+    def add_repo(self, full_name: str, path: str | Path, default_branch: str | None = None) -> FakeRepo:
+        """Serve ``full_name`` from the local git repository at ``path``."""
+        path = Path(path).resolve()
+        branch = default_branch or _git(path, "symbolic-ref", "--short", "HEAD").strip()
+        with self._lock:
+            repo = FakeRepo(full_name, path, branch, self._new_id())
+            self.repos[full_name] = repo
+            return repo
+
+    def add_issue(self, repo: str, number: int, title: str, body: str | None, **kw: Any) -> FakeIssue:
+        """Create or replace an issue."""
+        with self._lock:
+            issue = FakeIssue(repo, number, title, body, **kw)
+            self.issues[(repo, number)] = issue
+            return issue
+
+    def add_comment(self, repo: str, issue: int, body: str, *, user: str = "maintainer",
+                    association: str = "OWNER", comment_id: int | None = None,
+                    user_type: str = "User") -> FakeComment:
+        """A comment written by a person (e.g. a ``/spider`` command)."""
+        with self._lock:
+            comment = FakeComment(repo, issue, comment_id or self._new_id(), body, user,
+                                  user_type=user_type, association=association)
+            self.comments[comment.id] = comment
+            return comment
+
+    def inject(self, method: str, path_pattern: str, status: int, *, times: int = 1,
+               headers: dict[str, str] | None = None, body: dict[str, Any] | None = None,
+               apply: bool = False) -> None:
+        """Fail the next ``times`` matching requests with ``status``."""
+        with self._lock:
+            self._injections.append(Injection(
+                method.upper(), re.compile(path_pattern), status, headers or {},
+                body or {"message": f"injected {status}"}, times, apply))
+
+    def comments_on(self, repo: str, issue: int) -> list[FakeComment]:
+        """The comments of an issue, oldest first."""
+        with self._lock:
+            return sorted((c for c in self.comments.values() if c.repo == repo and c.issue == issue),
+                          key=lambda c: c.id)
+
+    def bot_comments(self, repo: str, issue: int) -> list[FakeComment]:
+        """The comments the app posted on an issue."""
+        return [c for c in self.comments_on(repo, issue) if c.app_id == self.app_id]
+
+    def requests(self, method: str | None = None, contains: str = "") -> list[Call]:
+        """Recorded requests, optionally filtered."""
+        with self._lock:
+            return [c for c in self.calls if (method is None or c.method == method)
+                    and contains in c.path]
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    # --- GitHub-shaped bodies ---
+
+    def _user(self, login: str, kind: str = "User") -> dict[str, Any]:
+        api = f"{self.base_url}/users/{login}"
+        return {
+            "login": login, "id": int(hashlib.sha1(login.encode()).hexdigest()[:6], 16),
+            "node_id": "U_" + login, "avatar_url": f"{HTML_ROOT}/{login}.png", "gravatar_id": "",
+            "url": api, "html_url": f"{HTML_ROOT}/{login}", "followers_url": api + "/followers",
+            "following_url": api + "/following{/other_user}", "gists_url": api + "/gists{/gist_id}",
+            "starred_url": api + "/starred{/owner}{/repo}", "subscriptions_url": api + "/subscriptions",
+            "organizations_url": api + "/orgs", "repos_url": api + "/repos",
+            "events_url": api + "/events{/privacy}", "received_events_url": api + "/received_events",
+            "type": kind, "site_admin": False,
+        }
+
+    def _app_json(self) -> dict[str, Any]:
+        return {
+            "id": self.app_id, "slug": self.app_slug, "node_id": "A_1", "owner": self._user("spider-org", "Organization"),
+            "name": "spider-bot", "description": "", "external_url": "https://example.invalid",
+            "html_url": f"{HTML_ROOT}/apps/{self.app_slug}", "created_at": _now(), "updated_at": _now(),
+            "permissions": {"issues": "write", "contents": "read", "metadata": "read"},
+            "events": ["issues", "issue_comment"],
+        }
+
+    def _repo_json(self, repo: FakeRepo) -> dict[str, Any]:
+        owner, name = repo.full_name.split("/")
+        api = f"{self.base_url}/repos/{repo.full_name}"
+        size_kb = sum(f.stat().st_size for f in repo.path.rglob("*") if f.is_file()) // 1024
+        body: dict[str, Any] = {
+            "id": repo.id, "node_id": f"R_{repo.id}", "name": name, "full_name": repo.full_name,
+            "owner": self._user(owner, "Organization"), "private": False,
+            "html_url": f"{HTML_ROOT}/{repo.full_name}", "description": None, "fork": False,
+            "url": api, "git_url": f"git://github.com/{repo.full_name}.git",
+            "ssh_url": f"git@github.com:{repo.full_name}.git",
+            "clone_url": f"{HTML_ROOT}/{repo.full_name}.git", "svn_url": f"{HTML_ROOT}/{repo.full_name}",
+            "mirror_url": None, "homepage": None, "language": "Python", "forks_count": 0,
+            "stargazers_count": 0, "watchers_count": 0, "size": size_kb,
+            "default_branch": repo.default_branch, "open_issues_count": 0, "has_issues": True,
+            "has_projects": False, "has_wiki": False, "has_pages": False, "has_discussions": False,
+            "archived": False, "disabled": False, "pushed_at": _now(), "created_at": _now(),
+            "updated_at": _now(), "subscribers_count": 0, "network_count": 0, "license": None,
+            "forks": 0, "open_issues": 0, "watchers": 0,
+        }
+        for key in _REPO_URL_FIELDS:
+            body[f"{key}_url"] = f"{api}/{key}"
+        return body
+
+    def _issue_json(self, issue: FakeIssue) -> dict[str, Any]:
+        api = f"{self.base_url}/repos/{issue.repo}/issues/{issue.number}"
+        body: dict[str, Any] = {
+            "id": 10_000 + issue.number, "node_id": f"I_{issue.number}", "url": api,
+            "repository_url": f"{self.base_url}/repos/{issue.repo}", "labels_url": api + "/labels{/name}",
+            "comments_url": api + "/comments", "events_url": api + "/events",
+            "html_url": f"{HTML_ROOT}/{issue.repo}/issues/{issue.number}", "number": issue.number,
+            "state": issue.state, "title": issue.title, "body": issue.body,
+            "user": self._user(issue.user, issue.user_type),
+            "labels": [{"id": i + 1, "node_id": f"L_{i}", "url": f"{api}/labels/{n}", "name": n,
+                        "description": None, "color": "ededed", "default": False}
+                       for i, n in enumerate(issue.labels)],
+            "milestone": None, "locked": issue.locked, "comments": len(self.comments_on(issue.repo, issue.number)),
+            "closed_at": None, "created_at": _now(), "updated_at": _now(), "author_association": "NONE",
+        }
+        if issue.pull_request:
+            body["pull_request"] = {"url": api.replace("/issues/", "/pulls/"), "html_url": None,
+                                    "diff_url": None, "patch_url": None}
+        return body
+
+    def _comment_json(self, c: FakeComment) -> dict[str, Any]:
+        api = f"{self.base_url}/repos/{c.repo}/issues/comments/{c.id}"
+        body: dict[str, Any] = {
+            "id": c.id, "node_id": f"IC_{c.id}", "url": api, "body": c.body,
+            "html_url": f"{HTML_ROOT}/{c.repo}/issues/{c.issue}#issuecomment-{c.id}",
+            "user": self._user(c.user, c.user_type), "created_at": c.created_at,
+            "updated_at": c.updated_at,
+            "issue_url": f"{self.base_url}/repos/{c.repo}/issues/{c.issue}",
+            "author_association": c.association,
+        }
+        if c.app_id is not None:
+            body["performed_via_github_app"] = self._app_json()
+        return body
+
+    # --- the API ---
+
+    def _build_app(self) -> FastAPI:
+        app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+        app.add_middleware(_Recorder, fake=self)
+
+        def not_found() -> JSONResponse:
+            return JSONResponse({"message": "Not Found",
+                                 "documentation_url": "https://docs.github.com/rest"}, 404)
+
+        @app.post("/app/installations/{installation_id}/access_tokens")
+        async def access_token(installation_id: int, request: Request) -> JSONResponse:
+            if not self._jwt_ok(request.headers.get("authorization", "")):
+                return JSONResponse({"message": "A JSON web token could not be decoded"}, 401)
+            if installation_id != self.installation_id:
+                return not_found()
+            token = "ghs_" + secrets.token_urlsafe(27).replace("-", "a").replace("_", "b")
+            expires = datetime.now(UTC) + TOKEN_TTL
+            with self._lock:
+                self._tokens[token] = expires.timestamp()
+            return JSONResponse({
+                "token": token, "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "permissions": {"issues": "write", "contents": "read", "metadata": "read"},
+                "repository_selection": "all",
+            }, 201)
+
+        @app.get("/repos/{owner}/{name}")
+        async def get_repo(owner: str, name: str) -> JSONResponse:
+            repo = self.repos.get(f"{owner}/{name}")
+            return JSONResponse(self._repo_json(repo)) if repo else not_found()
+
+        @app.get("/repos/{owner}/{name}/contents/{path:path}")
+        async def get_content(owner: str, name: str, path: str, ref: str | None = None) -> JSONResponse:
+            repo = self.repos.get(f"{owner}/{name}")
+            if repo is None:
+                return not_found()
+            rev = ref or repo.default_branch
+            try:
+                data = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=repo.path, check=True,
+                                      capture_output=True).stdout
+                sha = _git(repo.path, "rev-parse", f"{rev}:{path}").strip()
+            except subprocess.CalledProcessError:
+                return not_found()
+            api = f"{self.base_url}/repos/{repo.full_name}/contents/{path}?ref={rev}"
+            html = f"{HTML_ROOT}/{repo.full_name}/blob/{rev}/{path}"
+            git_url = f"{self.base_url}/repos/{repo.full_name}/git/blobs/{sha}"
+            return JSONResponse({
+                "type": "file", "encoding": "base64", "size": len(data), "name": path.rsplit("/", 1)[-1],
+                "path": path, "content": base64.encodebytes(data).decode(), "sha": sha, "url": api,
+                "git_url": git_url, "html_url": html, "download_url": None,
+                "_links": {"self": api, "git": git_url, "html": html},
+            })
+
+        @app.get("/repos/{owner}/{name}/issues/comments/{comment_id}")
+        async def get_comment(owner: str, name: str, comment_id: int) -> JSONResponse:
+            c = self.comments.get(comment_id)
+            if c is None or c.repo != f"{owner}/{name}":
+                return not_found()
+            return JSONResponse(self._comment_json(c))
+
+        @app.patch("/repos/{owner}/{name}/issues/comments/{comment_id}")
+        async def update_comment(owner: str, name: str, comment_id: int, request: Request) -> JSONResponse:
+            data = await request.json()
+            with self._lock:
+                c = self.comments.get(comment_id)
+                if c is None or c.repo != f"{owner}/{name}":
+                    return not_found()
+                c.body = str(data["body"])
+                c.updated_at = _now()
+                return JSONResponse(self._comment_json(c))
+
+        @app.get("/repos/{owner}/{name}/issues/{number}")
+        async def get_issue(owner: str, name: str, number: int) -> JSONResponse:
+            issue = self.issues.get((f"{owner}/{name}", number))
+            return JSONResponse(self._issue_json(issue)) if issue else not_found()
+
+        @app.get("/repos/{owner}/{name}/issues/{number}/comments")
+        async def list_comments(owner: str, name: str, number: int, request: Request,
+                                page: int = 1, per_page: int = 30) -> JSONResponse:
+            if (f"{owner}/{name}", number) not in self.issues:
+                return not_found()
+            every = self.comments_on(f"{owner}/{name}", number)
+            per_page = max(1, min(per_page, 100))
+            chunk = every[(page - 1) * per_page: page * per_page]
+            headers = {}
+            if page * per_page < len(every):
+                nxt = request.url.include_query_params(page=page + 1, per_page=per_page)
+                headers["link"] = f'<{nxt}>; rel="next"'
+            return JSONResponse([self._comment_json(c) for c in chunk], headers=headers)
+
+        @app.post("/repos/{owner}/{name}/issues/{number}/comments")
+        async def create_comment(owner: str, name: str, number: int, request: Request) -> JSONResponse:
+            data = await request.json()
+            with self._lock:
+                if (f"{owner}/{name}", number) not in self.issues:
+                    return not_found()
+                c = FakeComment(f"{owner}/{name}", number, self._new_id(), str(data["body"]),
+                                user=f"{self.app_slug}[bot]", user_type="Bot", association="NONE",
+                                app_id=self.app_id)
+                self.comments[c.id] = c
+                return JSONResponse(self._comment_json(c), 201)
+
+        return app
+
+    def _jwt_ok(self, header: str) -> bool:
+        if not header.lower().startswith("bearer "):
+            return False
+        try:
+            claims = jwt.decode(header[7:], self._public_key, algorithms=["RS256"],
+                                options={"require": ["iat", "exp", "iss"]}, leeway=90)
+        except jwt.PyJWTError:
+            return False
+        return str(claims["iss"]) == str(self.app_id)
+
+    def token_ok(self, header: str) -> bool:
+        """Whether an Authorization header carries a live installation token."""
+        kind, _, token = header.partition(" ")
+        with self._lock:
+            expiry = self._tokens.get(token.strip())
+        return kind.lower() in ("token", "bearer") and expiry is not None and expiry > time.time()
+
+    def take_injection(self, method: str, path: str) -> Injection | None:
+        """The injection to apply to this request, if one matches (used up as it goes)."""
+        with self._lock:
+            for inj in self._injections:
+                if inj.times > 0 and inj.method == method and inj.path.search(path):
+                    inj.times -= 1
+                    return inj
+        return None
+
+    # --- serving ---
+
+    @contextmanager
+    def serve(self, host: str = "127.0.0.1") -> Iterator[str]:
+        """Serve on a free loopback port in a thread; yields the base URL."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, 0))
+        self.base_url = f"http://{host}:{sock.getsockname()[1]}"
+        server = uvicorn.Server(uvicorn.Config(self.app, log_level="warning", lifespan="off"))
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("the fake GitHub server did not start")
+            time.sleep(0.01)
+        try:
+            yield self.base_url
+        finally:
+            server.should_exit = True
+            thread.join(timeout=5)
+            sock.close()
+
+
+class _Recorder(BaseHTTPMiddleware):
+    """Records each call, checks the installation token, applies injected failures."""
+
+    def __init__(self, app: Any, fake: FakeGitHub) -> None:
+        super().__init__(app)
+        self.fake = fake
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        method, path = request.method, request.url.path
+        inj = self.fake.take_injection(method, path)
+        response: Response
+        if inj is not None and not inj.apply:
+            response = JSONResponse(inj.body, inj.status, headers=inj.headers)
+        elif not path.startswith("/app/") and not self.fake.token_ok(
+            request.headers.get("authorization", "")
+        ):
+            response = JSONResponse({"message": "Bad credentials"}, 401)
+        else:
+            response = await call_next(request)
+            if inj is not None:
+                response = JSONResponse(inj.body, inj.status, headers=inj.headers)
+        with self.fake._lock:
+            self.fake.calls.append(Call(method, path, response.status_code, time.time()))
+        return response
+
+
+def _git(path: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout

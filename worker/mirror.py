@@ -1,0 +1,145 @@
+"""Bare mirrors of repositories, one per repository under ``SPIDER_CACHE_DIR/mirrors``.
+
+A job fetches the default branch's head (shallow: the engine reads one tree, and its
+embedding cache makes the next commit cheap) and then reads files through
+``spider.source.GitSource`` (``ls-tree``/``cat-file``, no working tree). git runs with no
+hooks, no submodules, no LFS smudging, no prompts, and only https (or a local path the
+operator configured). The installation token reaches git through environment config for
+that one command: never argv, never the mirror's config, never a log line.
+
+The caller holds the repository's lock (``worker.locks``) while fetching.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from spider.source import GIT_ENV
+from worker.errors import FetchFailed, RepositoryTooLarge, UnsafeRepository
+from worker.jobs import valid_repo
+from worker.settings import AppSettings
+
+log = logging.getLogger(__name__)
+
+# Options for every git command: hooks off, no fsmonitor, no submodule recursion, and
+# only the transports we allow (file only when the operator's template is a local path).
+_SAFE_CONFIG = (
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "submodule.recurse=false",
+    "fetch.recurseSubmodules=false",
+    "protocol.allow=never",
+    "protocol.https.allow=always",
+    "http.followRedirects=false",  # the auth header must not follow a redirect elsewhere
+    "transfer.fsckObjects=true",
+)
+_BRANCH = re.compile(r"^(?!.*\.\.)(?!.*//)(?!/)[A-Za-z0-9._/-]{1,200}(?<![./])$")
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A fetched snapshot: the bare repository and the commit of the branch head."""
+
+    git_dir: Path
+    sha: str
+    branch: str
+
+
+class Mirrors:
+    """Fetches and sizes bare mirrors; knows where each repository is fetched from."""
+
+    def __init__(self, settings: AppSettings) -> None:
+        self._settings = settings
+        self._root = settings.mirror_dir
+
+    def url_for(self, repo: str) -> str:
+        """The fetch URL of ``owner/name``: https, or an absolute local path (tests, replay)."""
+        if not valid_repo(repo):
+            raise UnsafeRepository(f"not a repository name: {repo!r}")
+        owner, name = repo.split("/", 1)
+        url = self._settings.git_url_template.format(owner=owner, name=name)
+        if url.startswith("https://") or Path(url).is_absolute():
+            return url
+        raise UnsafeRepository("SPIDER_GIT_URL_TEMPLATE must give an https URL or a local path")
+
+    def path_for(self, repo: str) -> Path:
+        """Where the bare mirror of ``owner/name`` lives."""
+        if not valid_repo(repo):
+            raise UnsafeRepository(f"not a repository name: {repo!r}")
+        owner, name = repo.split("/", 1)
+        return self._root / owner / f"{name}.git"
+
+    def fetch(self, repo: str, branch: str, token: str | None) -> Checkout:
+        """Bring the mirror to the head of ``branch`` and return that commit."""
+        if not _BRANCH.match(branch):
+            raise UnsafeRepository(f"unusual default branch name {branch!r}")
+        url = self.url_for(repo)
+        git_dir = self.path_for(repo)
+        if not (git_dir / "HEAD").is_file():
+            git_dir.mkdir(parents=True, exist_ok=True)
+            self._git(["init", "--bare", "--quiet", "--template=", str(git_dir)], git_dir.parent)
+        _remove_stale_locks(git_dir)
+        local = not url.startswith("https://")
+        extra_env: dict[str, str] = {}
+        if token and not local:
+            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+            extra_env = {
+                "GIT_CONFIG_COUNT": "1",
+                "GIT_CONFIG_KEY_0": "http.extraHeader",
+                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+            }
+        source = Path(url).resolve().as_uri() if local else url  # file:// so --depth applies
+        ref = f"refs/heads/{branch}"
+        self._git(
+            ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--depth=1",
+             "--force", source, f"+{ref}:{ref}"],
+            git_dir,
+            extra_env=extra_env,
+            allow_file=local,
+        )
+        sha = self._git(["rev-parse", "--verify", f"{ref}^{{commit}}"], git_dir).strip()
+        self._check_size(repo, git_dir)
+        log.info("mirror fetched", extra={"repo": repo, "branch": branch, "sha": sha})
+        return Checkout(git_dir=git_dir, sha=sha, branch=branch)
+
+    def _check_size(self, repo: str, git_dir: Path) -> None:
+        out = self._git(["count-objects", "-v"], git_dir)
+        sizes = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+        kb = int(sizes.get("size-pack", "0")) + int(sizes.get("size", "0"))
+        if kb > self._settings.max_repo_kb:
+            shutil.rmtree(git_dir, ignore_errors=True)
+            raise RepositoryTooLarge(f"{repo} is {kb} KB, above {self._settings.max_repo_kb} KB")
+
+    def _git(self, args: list[str], cwd: Path, *, extra_env: dict[str, str] | None = None,
+             allow_file: bool = False) -> str:
+        config = [*_SAFE_CONFIG, *(("protocol.file.allow=always",) if allow_file else ())]
+        argv = ["git", *(arg for c in config for arg in ("-c", c)), *args]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update(GIT_ENV)
+        env.update(extra_env or {})
+        try:
+            proc = subprocess.run(
+                argv, cwd=cwd, env=env, capture_output=True, text=True,
+                timeout=self._settings.git_timeout_s, check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise FetchFailed(f"git {args[0]} timed out") from exc
+        except OSError as exc:
+            raise FetchFailed(f"git {args[0]} could not run: {exc.strerror}") from exc
+        if proc.returncode != 0:
+            lines = proc.stderr.strip().splitlines()
+            raise FetchFailed(f"git {args[0]} failed: {lines[-1] if lines else proc.returncode}")
+        return proc.stdout
+
+
+def _remove_stale_locks(git_dir: Path) -> None:
+    """Delete lock files a killed fetch left behind (the repository lock excludes live ones)."""
+    for lock in [*git_dir.glob("*.lock"), *git_dir.glob("refs/**/*.lock")]:
+        lock.unlink(missing_ok=True)

@@ -1,0 +1,228 @@
+"""One job, start to end: re-read the issue, decide, fetch, index, locate, render, publish.
+
+Everything the job touches comes in through :class:`Deps`, so tests can replace GitHub,
+git or the engine. The job is idempotent: it holds the issue's lock, finds its one
+comment by the hidden marker, and edits it (or leaves it alone when nothing changed).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import redis
+from githubkit.versions.latest.models import IssueComment
+
+from bot.commands import Command, parse_command
+from spider.models import Issue
+from worker import locks
+from worker.engine import Engine
+from worker.errors import GitHubRefused, RepositoryTooLarge
+from worker.github import GitHubClient, RetryPolicy
+from worker.jobs import IssueJob, comment_id_of
+from worker.mirror import Mirrors
+from worker.render import MARKER, build_view, render
+from worker.repo_config import CONFIG_PATH, LoadedConfig, RepoConfig, parse_config
+from worker.settings import AppSettings
+
+log = logging.getLogger(__name__)
+
+ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue retries later rather than queue here
+LOCK_TTL_MARGIN_S = 60  # locks outlive the hard time limit by this, then free themselves
+TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+Status = Literal["created", "updated", "unchanged", "skipped", "failed"]
+
+
+@dataclass
+class Outcome:
+    """What a job did, returned by the task (and printed by the replay command)."""
+
+    status: Status
+    reason: str = ""
+    comment_id: int | None = None
+    sha: str | None = None
+    body: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form stored as the task's result."""
+        return asdict(self)
+
+
+class Skip(Exception):
+    """The job should end without a comment, for this reason."""
+
+
+@dataclass
+class Deps:
+    """What one job uses; the task builds the real ones once per worker process."""
+
+    settings: AppSettings
+    redis: redis.Redis
+    github: Callable[[int], GitHubClient]
+    mirrors: Mirrors
+    engine: Engine
+    policy: RetryPolicy
+
+
+def run_job(job: IssueJob, deps: Deps) -> Outcome:
+    """Run one job under the issue's lock; Skip becomes a ``skipped`` outcome."""
+    s = deps.settings
+    ttl = s.task_time_limit_s + LOCK_TTL_MARGIN_S
+    started = time.perf_counter()
+    try:
+        with locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
+                        ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
+            outcome = _run(job, deps, started)
+    except Skip as skip:
+        log.info("job skipped", extra={"reason": str(skip)})
+        return Outcome(status="skipped", reason=str(skip))
+    log.info("job done", extra={"status": outcome.status, "comment_id": outcome.comment_id,
+                                "sha": outcome.sha, "timings": outcome.timings})
+    return outcome
+
+
+def _run(job: IssueJob, deps: Deps, started: float) -> Outcome:
+    s = deps.settings
+    owner, name = job.owner, job.name
+    timings: dict[str, float] = {}
+    with deps.github(job.installation_id) as gh:
+        repo = gh.repository(owner, name)
+        if repo.archived:
+            raise Skip("the repository is archived")
+        if repo.size > s.max_repo_kb:
+            raise RepositoryTooLarge(f"{job.repo} is {repo.size} KB, above {s.max_repo_kb} KB")
+        issue = gh.issue(owner, name, job.issue_number)
+        if issue.pull_request:
+            raise Skip("pull request")
+        if issue.locked:
+            raise Skip("the issue is locked")
+        loaded = _load_config(gh, owner, name, repo.default_branch)
+        cfg = loaded.config
+        if not cfg.enabled:
+            raise Skip("disabled in .github/spider.yml")
+        command = _check_trigger(gh, job, issue, cfg)
+        labels = {lbl if isinstance(lbl, str) else (lbl.name or "") for lbl in issue.labels}
+        if cfg.skip_label in labels:
+            raise Skip(f"the issue has the {cfg.skip_label!r} label")
+
+        notes: list[str] = []
+        if loaded.problem:
+            notes.append(f"`{CONFIG_PATH}` was ignored because {loaded.problem}; "
+                         "the defaults were used.")
+        overrides = cfg.overrides()
+        if overrides.get("selector") == "anthropic" and s.anthropic_api_key is None:
+            overrides.pop("selector")
+            notes.append("`selector: anthropic` needs a key this installation does not have; "
+                         f"the `{s.selector}` selector was used.")
+        if command is not None:
+            overrides.update(command.overrides())
+            notes.extend(f"`/spider`: {p}." for p in command.problems)
+        settings = s.model_copy(update=overrides)
+
+        with locks.held(deps.redis, locks.repo_lock_name(job.repo),
+                        ttl_s=s.task_time_limit_s + LOCK_TTL_MARGIN_S, wait_s=s.lock_wait_s):
+            t0 = time.perf_counter()
+            checkout = deps.mirrors.fetch(job.repo, repo.default_branch, gh.token)
+            t1 = time.perf_counter()
+            index = deps.engine.index(checkout, settings)
+            t2 = time.perf_counter()
+        loc = deps.engine.locate(index, Issue(issue.title, issue.body or ""), settings)
+        timings.update(fetch=t1 - t0, index=t2 - t1)
+        timings["total"] = time.perf_counter() - started
+        view = build_view(
+            loc,
+            html_url=repo.html_url,
+            branch=repo.default_branch,
+            notes=notes,
+            timings=timings,
+            config_found=loaded.found,
+            skip_label=cfg.skip_label,
+            app_name=s.app_name,
+        )
+        body = render(view, s.template_dir)
+        status, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
+    return Outcome(status=status, comment_id=comment_id, sha=checkout.sha, body=body,
+                   timings={k: round(v, 3) for k, v in timings.items()})
+
+
+def _load_config(gh: GitHubClient, owner: str, name: str, branch: str) -> LoadedConfig:
+    try:
+        text = gh.file_text(owner, name, CONFIG_PATH, branch)
+    except GitHubRefused as exc:
+        log.warning("config unreadable", extra={"error": str(exc)})
+        return LoadedConfig(RepoConfig(), found=True, problem="GitHub would not serve it")
+    return parse_config(text)
+
+
+def _check_trigger(gh: GitHubClient, job: IssueJob, issue: Any, cfg: RepoConfig) -> Command | None:
+    """Re-check what triggered the job against the issue as it is now; Skip if it no longer holds."""
+    comment_id = comment_id_of(job.trigger)
+    if comment_id is not None:
+        comment = gh.comment(job.owner, job.name, comment_id)
+        command = parse_command(comment.body)
+        if command is None:
+            raise Skip("the comment is no longer a /spider command")
+        if _is_bot(comment.user):
+            raise Skip("comment by a bot")
+        association = str(comment.author_association or "NONE")
+        is_author = (comment.user is not None and issue.user is not None
+                     and comment.user.login == issue.user.login)
+        if association not in TRUSTED_ASSOCIATIONS and not is_author:
+            raise Skip("only the issue's author or repository members may run /spider")
+        return command
+    action = job.trigger.split(".", 1)[1]
+    if action not in cfg.triggers:
+        raise Skip(f"issues.{action} does not trigger a run here")
+    if issue.state != "open":
+        raise Skip("the issue is closed")
+    if _is_bot(issue.user):
+        raise Skip("the issue was opened by a bot")
+    length = len(f"{issue.title}\n\n{issue.body or ''}".strip())
+    if length < cfg.min_issue_length:
+        raise Skip(f"the issue is shorter than {cfg.min_issue_length} characters")
+    return None
+
+
+def _is_bot(user: Any) -> bool:
+    return user is not None and (user.type == "Bot" or user.login.endswith("[bot]"))
+
+
+def find_ours(comments: Iterable[IssueComment], app_id: int | None) -> IssueComment | None:
+    """Our comment on the issue: carries the marker, posted by a bot (this app, when known)."""
+    for c in comments:
+        if not (c.body or "").startswith(MARKER) or not _is_bot(c.user):
+            continue
+        app = c.performed_via_github_app
+        if app and app_id is not None and getattr(app, "id", app_id) != app_id:
+            continue
+        return c
+    return None
+
+
+def publish(gh: GitHubClient, policy: RetryPolicy, job: IssueJob, body: str,
+            app_id: int | None) -> tuple[Status, int]:
+    """Create our comment, or edit it in place; each retry looks for it again first.
+
+    Looking again matters when GitHub created a comment but the answer was lost (a 5xx
+    or a timeout): retrying the POST blindly would post a second comment.
+    """
+
+    def attempt() -> tuple[Status, int]:
+        ours = find_ours(gh.comments(job.owner, job.name, job.issue_number), app_id)
+        if ours is None:
+            created = gh.create_comment(job.owner, job.name, job.issue_number, body)
+            log.info("comment created", extra={"comment_id": created.id})
+            return "created", created.id
+        if ours.body == body:
+            return "unchanged", ours.id
+        gh.update_comment(job.owner, job.name, ours.id, body)
+        log.info("comment updated", extra={"comment_id": ours.id})
+        return "updated", ours.id
+
+    return policy.call("publish comment", attempt)
+

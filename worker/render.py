@@ -1,0 +1,197 @@
+"""The comment: a typed view model built from a Localization, rendered by Jinja2.
+
+Every string in the view model is already safe Markdown (see ``worker.markdown``); the
+template only arranges them, with ``StrictUndefined`` so a missing field is an error
+rather than a blank. A comment that cannot be rendered in full raises RenderError and
+nothing is posted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+
+from spider.models import Hit, Localization, Reason
+from worker.errors import RenderError
+from worker.markdown import Markdown, code, inline, plain
+
+TEMPLATE = "comment.md.j2"
+MARKER = "<!-- spider-bot:localization -->"  # finds our one comment per issue
+MAX_COMMENT_CHARS = 65_536  # GitHub rejects longer comment bodies
+MAX_NAME_CHARS = 120  # link text; the permalink carries the full location
+_HTML_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid", "first_stage": "first-stage"}
+# Settings shown in the details block, in this order (others the engine reports follow).
+_SETTINGS_ORDER = ("k", "selector", "edges", "first_stage", "centres", "depth", "pool", "model")
+_COUNT_SUFFIXES = ("_calls", "_count", "calls", "count")
+
+
+@dataclass(frozen=True)
+class HitView:
+    """One numbered line: the function, its permalink, where it is, and why it is listed."""
+
+    rank: int
+    title: Markdown
+    url: str
+    location: Markdown
+    reasons: Markdown
+
+
+@dataclass(frozen=True)
+class CommentView:
+    """Everything the template shows, each string already safe Markdown."""
+
+    marker: str
+    app_name: Markdown
+    summary: Markdown
+    hits: Sequence[HitView]
+    notes: Sequence[Markdown]
+    commit: Markdown
+    commit_url: str
+    branch: Markdown
+    settings: Sequence[Markdown]
+    timings: Sequence[Markdown]
+    config_source: Markdown
+    skip_label: Markdown
+
+
+def reason_words(reason: Reason) -> Markdown:
+    """A reason in words, as ``Reason.describe`` says it, with repository text in code spans."""
+    if reason.kind == "expand" and reason.centre is not None:
+        centre = reason.centre.split(":", 1)[-1]
+        hops = f", {reason.hops} hops" if reason.hops and reason.hops > 1 else ""
+        return Markdown(f"found via {plain(reason.edge or 'an edge')} from {code(centre)}{hops}")
+    if reason.kind == "mention":
+        return Markdown("named in the issue" + (f" ({code(reason.detail)})" if reason.detail else ""))
+    if reason.kind == "traceback":
+        return Markdown("named in the traceback")
+    label = _RANK_LABELS.get(reason.kind, reason.kind)
+    text = plain(f"{label} rank {reason.rank}")
+    return Markdown(text if reason.detail is None else f"{text} ({plain(reason.detail)})")
+
+
+def permalink(html_url: str, sha: str, path: str, start: int, end: int) -> str:
+    """``https://github.com/OWNER/REPO/blob/FULL_SHA/PATH#Lstart-Lend``, the path escaped."""
+    if not _HTML_URL.match(html_url):
+        raise RenderError("the repository's html_url is not a plain https URL")
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+        raise RenderError("a permalink needs the full commit id")
+    anchor = f"#L{start}" if end <= start else f"#L{start}-L{end}"
+    return f"{html_url}/blob/{sha}/{quote(path, safe='/')}{anchor}"
+
+
+def hit_view(rank: int, hit: Hit, html_url: str, sha: str) -> HitView:
+    """The view of one hit."""
+    name = hit.name or hit.id.split(":", 1)[-1]
+    lines = f"L{hit.start_line}" if hit.end_line <= hit.start_line else f"L{hit.start_line}-{hit.end_line}"
+    reasons = "; ".join(reason_words(r) for r in hit.reasons) or "ranked by similarity"
+    return HitView(
+        rank=rank,
+        title=code(name, limit=MAX_NAME_CHARS),
+        url=permalink(html_url, sha, hit.path, hit.start_line, hit.end_line),
+        location=Markdown(f"{code(hit.path)} {lines}"),
+        reasons=Markdown(reasons),
+    )
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value) or "none"
+    return str(value)
+
+
+def settings_rows(settings: Mapping[str, Any]) -> list[Markdown]:
+    """The settings the engine reports as ``key=value`` code spans, best-known first."""
+    keys = [k for k in _SETTINGS_ORDER if k in settings]
+    keys += sorted(k for k in settings if k not in _SETTINGS_ORDER)
+    return [code(f"{k}={_value(settings[k])}", limit=120) for k in keys]
+
+
+def timing_rows(timings: Mapping[str, float]) -> list[Markdown]:
+    """Timings in seconds (counts, such as selector calls, as integers)."""
+    rows = []
+    for key, value in timings.items():
+        shown = f"{int(value)}" if key.endswith(_COUNT_SUFFIXES) else f"{value:.2f} s"
+        rows.append(Markdown(f"{plain(key.replace('_', ' '))} {shown}"))
+    return rows
+
+
+def build_view(
+    loc: Localization,
+    *,
+    html_url: str,
+    branch: str,
+    notes: Sequence[str] = (),
+    extra_settings: Mapping[str, Any] | None = None,
+    timings: Mapping[str, float] | None = None,
+    config_found: bool = False,
+    skip_label: str,
+    app_name: str,
+) -> CommentView:
+    """The view model of one comment. ``notes`` may hold single-backtick code spans."""
+    sha = loc.commit or ""
+    if not loc.hits:
+        raise RenderError("the engine returned no functions")
+    hits = [hit_view(i, hit, html_url, sha) for i, hit in enumerate(loc.hits, start=1)]
+    k = len(hits)
+    summary = (
+        f"These are the {k} functions most likely to need a change for this issue, "
+        "most likely first."
+        if k > 1
+        else "This is the function most likely to need a change for this issue."
+    )
+    settings = dict(loc.settings)
+    settings.update(extra_settings or {})
+    worker_timings = dict(timings or {})
+    total = worker_timings.pop("total", None)
+    all_timings = {**worker_timings, **{n: v for n, v in loc.timings.items() if n != "total"}}
+    if total is not None:
+        all_timings["total"] = total
+    return CommentView(
+        marker=MARKER,
+        app_name=plain(app_name),
+        summary=Markdown(summary),
+        hits=hits,
+        notes=[inline(n) for n in notes],
+        commit=code(sha),
+        commit_url=f"{html_url}/commit/{sha}",
+        branch=code(branch),
+        settings=settings_rows(settings),
+        timings=timing_rows(all_timings),
+        config_source=Markdown(
+            "`.github/spider.yml`" if config_found else "defaults (no `.github/spider.yml`)"
+        ),
+        skip_label=code(skip_label),
+    )
+
+
+@lru_cache(maxsize=4)
+def _environment(template_dir: str) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(template_dir),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # Markdown, not HTML: the view model carries escaped text
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render(view: CommentView, template_dir: Path) -> str:
+    """The comment's Markdown; RenderError if the template fails or the body is too long."""
+    try:
+        body = _environment(str(template_dir)).get_template(TEMPLATE).render(view=view)
+    except jinja2.TemplateError as exc:
+        raise RenderError(f"{TEMPLATE}: {exc}") from exc
+    if not body.startswith(MARKER):
+        raise RenderError("the rendered comment must start with the marker")
+    if len(body) > MAX_COMMENT_CHARS:
+        raise RenderError(f"the comment is {len(body)} characters, over GitHub's limit")
+    return body

@@ -1,0 +1,109 @@
+"""The Celery task: ids in, an outcome out. Retries, attempt caps and logging live here;
+the work itself is ``worker.pipeline.run_job``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from functools import lru_cache
+from typing import Any
+
+import redis
+from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from worker import logs
+from worker.celery_app import app
+from worker.engine import SpiderEngine
+from worker.errors import RateLimited, is_transient
+from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
+from worker.jobs import TASK_NAME, IssueJob
+from worker.mirror import Mirrors
+from worker.pipeline import Deps, Outcome, run_job
+from worker.settings import AppSettings, get_settings
+
+log = logging.getLogger(__name__)
+
+STARTS_KEY_PREFIX = "spider:starts:"
+STARTS_TTL_S = 24 * 3600  # long enough to span every redelivery of one message
+REDIS_TIMEOUT_S = 10.0
+
+
+@lru_cache(maxsize=1)
+def deps() -> Deps:
+    """The real dependencies, built once per worker process (after the fork)."""
+    settings = get_settings()
+    client = redis.Redis.from_url(settings.redis_url, socket_timeout=REDIS_TIMEOUT_S,
+                                  socket_connect_timeout=REDIS_TIMEOUT_S)
+    policy = RetryPolicy(settings)
+    tokens = InstallationTokens(settings, TokenCache(client, settings), policy)
+    return Deps(
+        settings=settings,
+        redis=client,
+        github=lambda installation_id: GitHubClient(settings, tokens, installation_id, policy),
+        mirrors=Mirrors(settings),
+        engine=SpiderEngine(),
+        policy=policy,
+    )
+
+
+def retry_delay(exc: BaseException, retries: int, settings: AppSettings) -> float:
+    """Seconds before the next try: GitHub's own wait when it gave one, else exponential
+    backoff with jitter (half fixed, half random, so retries neither stampede nor stall)."""
+    if isinstance(exc, RateLimited) and exc.retry_after is not None:
+        delay = exc.retry_after + random.uniform(1, 5)
+    else:
+        delay = settings.retry_backoff_s * 2**retries
+        delay = delay / 2 + random.uniform(0, delay / 2)
+    return min(delay, settings.retry_backoff_max_s)
+
+
+def first_starts(client: redis.Redis, task_id: str, retries: int, cap: int) -> bool:
+    """Count starts of this message; False once it has started more than ``cap`` times.
+
+    With ``acks_late`` and ``reject_on_worker_lost`` a message whose worker dies (out of
+    memory, killed) is delivered again; a message that kills every worker must stop.
+    """
+    key = f"{STARTS_KEY_PREFIX}{task_id}:{retries}"
+    pipe = client.pipeline()
+    pipe.incr(key)
+    pipe.expire(key, STARTS_TTL_S)
+    starts = int(pipe.execute()[0])
+    return starts <= cap
+
+
+@app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
+def localize_issue(self: Task, installation_id: int, repo: str, issue_number: int,
+                   delivery_id: str, trigger: str) -> dict[str, Any]:
+    """Localize one issue and post or update its comment."""
+    d = deps()
+    settings = d.settings
+    job = IssueJob(installation_id, repo, issue_number, delivery_id, trigger)
+    retries = int(self.request.retries or 0)
+    with logs.bind(delivery_id=delivery_id, repo=repo, issue=issue_number, trigger=trigger,
+                   attempt=retries + 1):
+        if not first_starts(d.redis, str(self.request.id), retries, settings.max_deliveries):
+            log.error("message dropped: its worker was lost too many times")
+            return Outcome(status="failed", reason="its worker was lost repeatedly").as_dict()
+        try:
+            return run_job(job, d).as_dict()
+        except SoftTimeLimitExceeded as exc:
+            return _retry_or_fail(self, exc, retries, settings, transient=True)
+        except Exception as exc:
+            return _retry_or_fail(self, exc, retries, settings, transient=is_transient(exc))
+
+
+def _retry_or_fail(task: Task, exc: BaseException, retries: int, settings: AppSettings,
+                   *, transient: bool) -> dict[str, Any]:
+    if transient and retries < settings.max_retries:
+        delay = retry_delay(exc, retries, settings)
+        log.warning("job failed, will retry", extra={"error": str(exc), "in_s": round(delay, 1)})
+        raise task.retry(exc=exc, countdown=delay, max_retries=settings.max_retries)
+    if transient:
+        log.error("job failed after retries", extra={"error": str(exc)})
+    elif isinstance(exc, Exception) and type(exc).__module__.startswith(("worker.", "spider.")):
+        log.error("job failed", extra={"error": f"{type(exc).__name__}: {exc}"})
+    else:
+        log.exception("job failed unexpectedly")
+    return Outcome(status="failed", reason=f"{type(exc).__name__}: {exc}").as_dict()
