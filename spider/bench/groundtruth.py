@@ -17,6 +17,7 @@ Renamed files are mapped through their old path; added files contribute nothing.
 
 from __future__ import annotations
 
+import glob
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -263,6 +264,11 @@ def patch_paths(patch: str | list[FilePatch]) -> list[str]:
     """The base-commit paths a patch touches (old paths; added files left out)."""
     files = parse_patch(patch) if isinstance(patch, str) else patch
     return list(dict.fromkeys(fp.old_path for fp in files if fp.old_path))
+
+
+def literal_globs(paths: Iterable[str]) -> list[str]:
+    """Include globs matching exactly these paths (anchored, metacharacters escaped)."""
+    return ["/" + glob.escape(p) for p in paths]
 
 
 def patch_functions(

@@ -8,12 +8,11 @@ patch rules (``precise`` and ``dataset``), how many instances give exactly the
 
 from __future__ import annotations
 
-import glob
 from collections.abc import Sequence
 from typing import Any
 
 from spider.bench.dataset import Instance
-from spider.bench.groundtruth import GT_MODES, patch_ground_truth, patch_paths
+from spider.bench.groundtruth import GT_MODES, literal_globs, patch_ground_truth, patch_paths
 from spider.bench.ids import dataset_id_map, normalise_id, split_id
 from spider.bench.runner import RepoResolver
 from spider.settings import EngineSettings
@@ -26,7 +25,7 @@ def check_instance(inst: Instance, source: GitSource, settings: EngineSettings) 
 
     edit = {normalise_id(e) for e in inst.edit_functions or []}
     paths = set(patch_paths(inst.patch or "")) | {split_id(e)[0] for e in edit}
-    narrow = settings.model_copy(update={"include": [glob.escape(p) for p in sorted(paths)]})
+    narrow = settings.model_copy(update={"include": literal_globs(sorted(paths))})
     graph = build_graph(source, narrow)
     known = set(dataset_id_map(graph).values())
 

@@ -11,7 +11,6 @@ graph parses works: the mapping only needs function line ranges.
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import logging
 import re
 from collections.abc import Callable, Iterator
@@ -19,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spider.bench.dataset import Instance
-from spider.bench.groundtruth import parse_patch, patch_ground_truth, patch_paths
+from spider.bench.groundtruth import (
+    literal_globs,
+    parse_patch,
+    patch_ground_truth,
+    patch_paths,
+)
 from spider.errors import SpiderError
 from spider.graph.model import CodeGraph
 from spider.settings import EngineSettings
@@ -47,7 +51,9 @@ KNOWN_TRAILER_KEYS = (
     "suggested-by", "helped-by", "cc", "change-id", "reviewed-on", "pr-url", "bug", "closes",
     "fixes", "resolves", "see-also", "refs", "ref", "issue",
 )  # fmt: skip
-EMPTY_BRACKETS = re.compile(r"(?<!\w)(?:\(\s*[,;]?\s*\)|\[\s*\])")  # left by removed refs, not calls
+EMPTY_BRACKETS = re.compile(
+    r"(?<!\w)(?:\(\s*[,;]?\s*\)|\[\s*\])"
+)  # left by removed refs, not calls
 
 
 @dataclass(frozen=True)
@@ -168,7 +174,7 @@ def mine_history(
             if not paths or len(files) > max_files:
                 continue
             source = GitSource(path, commit.parents[0])
-            narrow = settings.model_copy(update={"include": [glob.escape(p) for p in paths]})
+            narrow = settings.model_copy(update={"include": literal_globs(paths)})
             graph = graph_builder(source, narrow)
 
             def read_old(ps: list[str], source: GitSource = source) -> dict[str, str]:

@@ -29,7 +29,7 @@ from spider.bench.methods import Method
 from spider.bench.metrics import aggregate, dedupe, metric_names, score_instance
 from spider.errors import SpiderError
 from spider.settings import EngineSettings
-from spider.source import GitSource
+from spider.source import GitSource, git
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,17 @@ def template_resolver(template: str) -> RepoResolver:
 def fixed_resolver(path: str | Path) -> RepoResolver:
     """Every instance lives in one repository (history backtests)."""
     return lambda _inst: Path(path)
+
+
+def code_version() -> str:
+    """The commit of this checkout, ``+dirty`` when it has uncommitted changes."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = git(["rev-parse", "--short=12", "HEAD"], here).decode().strip()
+        dirty = git(["status", "--porcelain"], here).strip()
+    except SpiderError:
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
 
 
 def machine_description() -> str:
@@ -192,7 +203,12 @@ def run_instance(
         if m.uses_oracle:
             selector = OracleSelector(truth, normalise=lambda i: id_map.get(i, normalise_id(i)))
         tq = time.perf_counter()
-        loc = locate(index, issue, settings, selector=selector)
+        try:
+            loc = locate(index, issue, settings, selector=selector)
+        except (SpiderError, ValueError, RuntimeError, KeyError) as exc:
+            # one broken method must not cost the others; the pair is retried on a rerun
+            log.error("%s / %s failed: %s", inst.instance_id, m.name, exc)
+            continue
         query_s = time.perf_counter() - tq
         raw = [h.id for h in loc.hits]
         ranked = dedupe(id_map.get(h, normalise_id(h)) for h in raw)
@@ -347,6 +363,7 @@ def summarise(
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine_description(),
         "command": cfg.command,
+        "code": code_version(),
         "k": cfg.settings.k,
         "model": cfg.settings.model or "all-MiniLM-L6-v2 (bundled)",
         "instances": len(instances),

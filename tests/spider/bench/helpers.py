@@ -92,6 +92,7 @@ def ast_builder(source: SourceTree, settings: EngineSettings) -> CodeGraph:
     """A build_graph stand-in: Python files of ``source`` honouring ``settings.include``."""
     paths = [f.path for f in source.files() if f.path.endswith(".py")]
     if settings.include:
-        paths = [p for p in paths if any(fnmatch.fnmatch(p, g) for g in settings.include)]
+        globs = [g.lstrip("/") for g in settings.include]  # anchored literal globs
+        paths = [p for p in paths if any(fnmatch.fnmatchcase(p, g) for g in globs)]
     texts = {p: b.decode() for p, b in source.read_many(paths)}
     return graph_from_files(texts)
