@@ -58,6 +58,7 @@ READ_CHUNK_BYTES = 1 << 16  # how much source the parser is handed per read call
 MAX_RECEIVER_CHARS = 120  # longer receivers are expressions, useless for name resolution
 UNKNOWN_RECEIVER = "?"  # a member call on an expression we cannot name
 WILDCARD_NAMES = frozenset({"*", "."})  # `from m import *`, Go's dot import
+PATH_SEPARATOR = "::"  # receivers written as a path (C++, Rust, PHP) may name a namespace
 
 _SEPARATORS = re.compile(r"::|\\|\.")
 _GENERIC_ARGS = re.compile(r"<[^<>]*>")
@@ -96,6 +97,7 @@ class CallSite:
     caller: int  # index into FileOutline.definitions
     name: str
     receiver: str | None  # None for a bare call
+    is_path: bool = False  # written `ns::f()`: the receiver may be a namespace
 
 
 @dataclass(slots=True)
@@ -260,6 +262,7 @@ class _Ref:
     name: str
     receiver: str | None
     pos: int
+    is_path: bool  # written `ns::f`: the receiver may be a namespace, not a type
     holder: int = -1  # innermost enclosing item
 
 
@@ -300,14 +303,16 @@ def _collect(
         if kind in (_ROLE_CALL, _ROLE_INHERITS):
             key = "call" if kind == _ROLE_CALL else "inherits"
             name_node = caps[f"name.reference.{key}"][0]
-            segs = split_name(_text(data, name_node))
+            written = _text(data, name_node)
+            segs = split_name(written)
             if not segs:
                 continue
             rec = caps.get(f"receiver.reference.{key}")
             receiver = _receiver(data, rec[0]) if rec else None
-            if receiver is None and len(segs) > 1:
+            is_path = receiver is None and len(segs) > 1 and PATH_SEPARATOR in written
+            if receiver is None and len(segs) > 1:  # written as a path: geo::twice, Self::new
                 receiver = ".".join(segs[:-1])
-            refs.append(_Ref(kind == _ROLE_CALL, segs[-1], receiver, name_node.start_byte))
+            refs.append(_Ref(kind == _ROLE_CALL, segs[-1], receiver, name_node.start_byte, is_path))
         elif kind in (_ROLE_DEF, _ROLE_SCOPE):
             if kind == _ROLE_DEF:
                 node = caps[f"definition.{label}"][0]
@@ -535,6 +540,6 @@ def _attach_ref(r: _Ref, items: list[_Item], index_of: dict[int, int], out: File
     d = out.definitions[index_of[target]]
     if r.is_call:
         if d.kind == "function":
-            out.calls.append(CallSite(index_of[target], r.name, r.receiver))
+            out.calls.append(CallSite(index_of[target], r.name, r.receiver, r.is_path))
     elif d.kind == "class":
         out.bases.append(BaseRef(index_of[target], r.name, r.receiver))

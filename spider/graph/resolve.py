@@ -27,7 +27,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from spider.graph.extract import UNKNOWN_RECEIVER, WILDCARD_NAMES, FileOutline, split_name
+from spider.graph.extract import (
+    UNKNOWN_RECEIVER,
+    WILDCARD_NAMES,
+    FileOutline,
+    split_name,
+)
 from spider.graph.languages import LanguageSpec, spec_for_path
 from spider.graph.model import CodeGraph
 
@@ -166,8 +171,11 @@ class _Linker:
             d = self.defs[i]
             if d.kind == "function":
                 out.append(i)
-            else:
-                out.extend(self.ctors.get(i, ()))
+                continue
+            for c in self._lineage(i):  # a class without a constructor runs its base's
+                if c in self.ctors:
+                    out.extend(self.ctors[c])
+                    break
         return list(dict.fromkeys(out))
 
     def _decide(self, levels: Iterator[tuple[list[str], int]]) -> list[str]:
@@ -570,12 +578,14 @@ class _Linker:
         for fi in self.files.values():
             for site in fi.outline.calls:
                 caller = self.defs[fi.ids[site.caller]]
-                for callee in self._resolve_call(fi, caller, site.name, site.receiver):
+                for callee in self._resolve_call(
+                    fi, caller, site.name, site.receiver, site.is_path
+                ):
                     if callee != caller.id:
                         self.cg.add_edge(caller.id, callee, "invokes")
 
     def _resolve_call(
-        self, fi: _FileIndex, caller: _Def, name: str, receiver: str | None
+        self, fi: _FileIndex, caller: _Def, name: str, receiver: str | None, is_path: bool
     ) -> list[str]:
         if receiver is None:
             levels = self._bare_levels(fi, caller, name)
@@ -587,7 +597,7 @@ class _Linker:
                 self._member_in_lineage(cls, name, skip_self=True) if cls else []
             )
         else:
-            levels = self._receiver_levels(fi, caller, name, receiver)
+            levels = self._receiver_levels(fi, name, receiver, is_path)
         return self._callables(self._decide(levels))
 
     def _bare_levels(
@@ -602,6 +612,8 @@ class _Linker:
             cls = self._class_of(caller)
             if cls is not None:
                 yield self._member_in_lineage(cls, name), cap
+                if name == RUBY_NEW:  # `new(...)` inside a class method
+                    yield self._callables([cls]), cap
         bound: list[str] = []
         for t in fi.bindings.get(name, ()):
             bound.extend(self._expand(t))
@@ -611,16 +623,24 @@ class _Linker:
         yield list(fi.top.get(name, ())), cap
         yield self._in_files(fi.stars, name), cap
         yield self._same_dir(fi, name), cap
-        yield (
-            self.nonmembers.get((fam, name), []) + self.classes.get((fam, name), []),
-            GLOBAL_MAX_CANDIDATES,
-        )
+        implicit = fi.spec.implicit_self_calls and self._class_of(caller) is not None
+        if implicit:  # an abstract method called in the base, defined in a subclass
+            yield list(fi.members.get(name, ())), cap
+        everywhere = self.nonmembers.get((fam, name), []) + self.classes.get((fam, name), [])
+        if implicit:
+            everywhere = everywhere + self.members.get((fam, name), [])
+        yield everywhere, GLOBAL_MAX_CANDIDATES
 
     def _self_levels(
         self, fi: _FileIndex, caller: _Def, name: str
     ) -> Iterator[tuple[list[str], int]]:
         cap, fam = self.cap, fi.spec.family
         cls = self._class_of(caller)
+        if cls is None and caller.owner_name:  # its type lives in another file of the package
+            types = list(fi.classes.get(caller.owner_name, ())) or self._classes_only(
+                self._same_dir(fi, caller.owner_name)
+            )
+            cls = types[0] if len(types) == 1 else None
         if cls is not None:
             yield self._member_in_lineage(cls, name), cap
         elif caller.owner_name:  # a method declared outside its type (Go, Rust impl)
@@ -633,7 +653,7 @@ class _Linker:
         yield self.members.get((fam, name), []), GLOBAL_MAX_CANDIDATES
 
     def _receiver_levels(
-        self, fi: _FileIndex, caller: _Def, name: str, receiver: str
+        self, fi: _FileIndex, name: str, receiver: str, is_path: bool
     ) -> Iterator[tuple[list[str], int]]:
         cap, fam = self.cap, fi.spec.family
         if receiver != UNKNOWN_RECEIVER:
@@ -663,6 +683,12 @@ class _Linker:
                         break
             yield self.by_owner.get((fam, last, name), []), cap
             if last[:1].isupper():  # an unknown type (a library's): its members are not ours
+                return
+            if is_path:  # ns::f(): a function in a namespace or module
+                yield list(fi.top.get(name, ())), cap
+                yield self._in_files(fi.stars, name), cap
+                yield self._same_dir(fi, name), cap
+                yield self.nonmembers.get((fam, name), []), GLOBAL_MAX_CANDIDATES
                 return
         yield list(fi.members.get(name, ())), cap
         yield self.members.get((fam, name), []), GLOBAL_MAX_CANDIDATES

@@ -20,6 +20,12 @@
 ; --- calls
 (call !receiver method: (identifier) @name.reference.call) @reference.call
 (call receiver: (_) @receiver.reference.call method: (identifier) @name.reference.call) @reference.call
+; a bare identifier standing as a statement is a method call without parentheses
+(body_statement (identifier) @name.reference.call @reference.call)
+(then (identifier) @name.reference.call @reference.call)
+(else (identifier) @name.reference.call @reference.call)
+(begin (identifier) @name.reference.call @reference.call)
+(interpolation (identifier) @name.reference.call @reference.call)
 
 ; --- imports
 (call
