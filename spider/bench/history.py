@@ -24,7 +24,7 @@ from spider.bench.groundtruth import (
     patch_ground_truth,
     patch_paths,
 )
-from spider.errors import SpiderError
+from spider.errors import NoSourceFiles, SpiderError
 from spider.graph.model import CodeGraph
 from spider.settings import EngineSettings
 from spider.source import GitSource, SourceTree, git
@@ -51,6 +51,7 @@ KNOWN_TRAILER_KEYS = (
     "suggested-by", "helped-by", "cc", "change-id", "reviewed-on", "pr-url", "bug", "closes",
     "fixes", "resolves", "see-also", "refs", "ref", "issue",
 )  # fmt: skip
+SQUASH_PR_SUFFIX = re.compile(r"\s*\(#\d+\)\s*$")  # "Subject (#123)" of a squash merge
 EMPTY_BRACKETS = re.compile(
     r"(?<!\w)(?:\(\s*[,;]?\s*\)|\[\s*\])"
 )  # left by removed refs, not calls
@@ -67,8 +68,15 @@ class Commit:
 
 
 def is_fix_message(message: str) -> bool:
-    """Whether a commit message references an issue or says fix/bug."""
-    return bool(ISSUE_REF.search(message) or FIX_WORD.search(message))
+    """Whether a commit message references an issue or says fix/bug.
+
+    A ``(#123)`` closing the subject line is the pull-request number a squash merge
+    appends, not an issue reference, so it does not count on its own.
+    """
+    subject, _, body = message.strip().partition("\n")
+    subject = SQUASH_PR_SUFFIX.sub("", subject)
+    text = f"{subject}\n{body}"
+    return bool(ISSUE_REF.search(text) or FIX_WORD.search(text))
 
 
 def _is_trailer(line: str) -> bool:
@@ -181,6 +189,8 @@ def mine_history(
                 return {p: b.decode("utf-8", "replace") for p, b in source.read_many(ps)}
 
             truth = patch_ground_truth(patch, graph, "precise", read_old=read_old)
+        except NoSourceFiles:  # only tests, docs or unsupported files changed: normal
+            continue
         except SpiderError as exc:
             log.warning("skipping %s: %s", commit.sha[:12], exc)
             continue

@@ -30,7 +30,9 @@ def unused():
     ("message", "expected"),
     [
         ("Fix crash in parse", True),
-        ("Handle empty input (#123)", True),
+        ("Handle empty input (#123)", False),  # a squash merge's PR number
+        ("Handle empty input, closes #123", True),
+        ("Handle empty input (#123)\n\nFixes #120", True),
         ("GH-77: handle empty input", True),
         ("bugfix: off by one", True),
         ("Add a feature", False),
@@ -80,7 +82,7 @@ def history_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     # a renamed file with a fix inside: ground truth names the old path
     moved = (repo / "lib/core.py").read_text().replace("return 0", "return 1")
     shas["fix_moved"] = commit_files(
-        repo, {"lib/core.py": None, "lib/base.py": moved}, "Fix unused after the move (GH-3)"
+        repo, {"lib/core.py": None, "lib/base.py": moved}, "Unused was wrong after the move (GH-3)"
     )
     git(repo, "checkout", "-q", "-b", "side", shas["fix_moved"])
     commit_files(repo, {"lib/extra.py": "def more():\n    return 1\n"}, "Fix more() returning None")
