@@ -56,6 +56,7 @@ MEMBER_KINDS = frozenset({"method", "constructor"})
 ONLY_GRAMMAR_MARKER = ";; only-grammar:"
 READ_CHUNK_BYTES = 1 << 16  # how much source the parser is handed per read callback
 MAX_RECEIVER_CHARS = 120  # longer receivers are expressions, useless for name resolution
+MAX_NESTING_DEPTH = 32  # deeper definitions are generated or pathological; ids would explode
 UNKNOWN_RECEIVER = "?"  # a member call on an expression we cannot name
 WILDCARD_NAMES = frozenset({"*", "."})  # `from m import *`, Go's dot import
 PATH_SEPARATOR = "::"  # receivers written as a path (C++, Rust, PHP) may name a namespace
@@ -393,8 +394,13 @@ def _dedupe_names(items: list[_Item]) -> list[_Item]:
 # -- outline ----------------------------------------------------------------------------
 
 
-def _nest(items: list[_Item], refs: list[_Ref]) -> None:
-    """Set each item's and reference's innermost enclosing item (one sweep, no recursion)."""
+def _nest(items: list[_Item], refs: list[_Ref]) -> list[_Item]:
+    """Set each item's and reference's innermost enclosing item (one sweep, no recursion).
+
+    Definitions nested deeper than MAX_NESTING_DEPTH are dropped (their code, and the
+    calls in it, belong to the deepest kept definition). Returns the kept items, with
+    parents and holders re-indexed into that list.
+    """
     events: list[tuple[int, int, int, int]] = []
     for i, it in enumerate(items):
         events.append((it.start, -it.end, 0, i))
@@ -402,6 +408,7 @@ def _nest(items: list[_Item], refs: list[_Ref]) -> None:
         events.append((r.pos, -(r.pos + 1), 1, j))
     events.sort()
     stack: list[int] = []
+    kept = [False] * len(items)
     for _start, neg_end, is_ref, idx in events:
         end = -neg_end
         while stack and items[stack[-1]].end < end:
@@ -409,16 +416,24 @@ def _nest(items: list[_Item], refs: list[_Ref]) -> None:
         holder = stack[-1] if stack else -1
         if is_ref:
             refs[idx].holder = holder
-        else:
+        elif len(stack) < MAX_NESTING_DEPTH:
             items[idx].parent = holder
+            kept[idx] = True
             stack.append(idx)
+    new_index = {old: new for new, old in enumerate(i for i, k in enumerate(kept) if k)}
+    out = [it for it, k in zip(items, kept, strict=True) if k]
+    for it in out:
+        it.parent = new_index.get(it.parent, -1)
+    for r in refs:
+        r.holder = new_index.get(r.holder, -1)
+    return out
 
 
 def build_outline(path: str, language: str, data: bytes, tree: Tree, query: Query) -> FileOutline:
     """Turn a parsed file into definitions with qualified names, calls, bases and imports."""
     raw_items, refs, imports, packages = _collect(tree, query, data)
     raw_items.sort(key=lambda it: (it.start, -it.end))
-    _nest(raw_items, refs)
+    raw_items = _nest(raw_items, refs)
     outline = FileOutline(path, language, count_lines(data), imports=imports, packages=packages)
     outline.has_errors = tree.root_node.has_error
     _qualify(raw_items, outline, data)
