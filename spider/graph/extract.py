@@ -203,6 +203,8 @@ def _text(data: bytes, node: Node) -> str:
 
 def split_name(text: str) -> list[str]:
     """Split a written name (``A::B<T>::f``, ``Foo.bar``, ``App\\Models\\User``) into segments."""
+    if text.isidentifier():  # the common case: one plain name
+        return [text]
     text = text.strip().strip(_QUOTES)
     while "<" in text:
         stripped = _GENERIC_ARGS.sub("", text)

@@ -40,10 +40,12 @@ DEFINITIONS = {
     "app/models.py:Model.Meta": ("class", 35, 37),
     "app/models.py:Model.Meta.label": ("function", 36, 37),
     "app/models.py:build": ("function", 40, 43),
-    "app/tasks/main.py:main": ("function", 1, 2),
+    "app/tasks/main.py:main": ("function", 1, 4),
     "app/tasks/x.py:step": ("function", 1, 2),
     "app/tasks/y.py:step": ("function", 1, 2),
     "app/tasks/y.py:compute": ("function", 5, 6),
+    "app/tasks/y.py:Queue": ("class", 9, 11),
+    "app/tasks/y.py:Queue.append": ("function", 10, 11),
 }
 
 INVOKES = {
@@ -71,6 +73,7 @@ INVOKES = {
     ("app/tasks/main.py:main", "app/tasks/x.py:step"),
     ("app/tasks/main.py:main", "app/tasks/y.py:step"),
     # app/jobs holds four `run`s (> 3): runner.go links none
+    # items.append(1) on a list is not linked to Queue.append, the repository's only append
 }
 
 IMPORTS = {

@@ -29,19 +29,19 @@ DEFINITIONS = {
     "src/models.ts:label": ("function", 37, 39),
     "src/models.ts:overload": ("function", 43, 45),
     "src/service.ts:Service": ("class", 4, 16),
-    "src/service.ts:Service.add": ("function", 7, 11),
+    "src/service.ts:Service.enroll": ("function", 7, 11),
     "src/service.ts:Service.describe": ("function", 13, 15),
 }
 
 INVOKES = {
     ("src/components/Badge.tsx:Badge", "src/components/Badge.tsx:Pill"),
     ("src/components/Badge.tsx:Badge", "src/models.ts:Entity.name"),
-    ("src/components/Badge.tsx:Badge", "src/service.ts:Service.add"),
+    ("src/components/Badge.tsx:Badge", "src/service.ts:Service.enroll"),
     ("src/models.ts:Entity.name", "src/models.ts:User.id"),
     ("src/models.ts:Entity.name", "src/models.ts:label"),
     ("src/models.ts:User.greet", "src/models.ts:Entity.name"),
     ("src/models.ts:label", "src/models.ts:Format.upper"),
-    ("src/service.ts:Service.add", "src/models.ts:User.constructor"),
+    ("src/service.ts:Service.enroll", "src/models.ts:User.constructor"),
     ("src/service.ts:Service.describe", "src/models.ts:User.id"),
     ("src/service.ts:Service.describe", "src/models.ts:label"),
 }
