@@ -49,6 +49,7 @@ SKIP_UNREADABLE = "unreadable"
 
 HUGE_LINE_FACTOR = 10  # one line this many times max_line_chars is a bundled blob, not source
 ROOT_DIR = "."
+UTF8_BOM = b"\xef\xbb\xbf"
 
 ProgressFn = Callable[[int, int], None]
 
@@ -168,7 +169,12 @@ def content_skip_reason(data: bytes, max_line_chars: int) -> str | None:
 
 
 def _as_utf8(path: str, data: bytes) -> bytes:
-    """The file as valid UTF-8 (invalid bytes become U+FFFD; it is still parsed)."""
+    """The file as valid UTF-8 (invalid bytes become U+FFFD; it is still parsed).
+
+    A UTF-8 byte-order mark is dropped (grammars do not expect it; lines do not move).
+    """
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM) :]
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:

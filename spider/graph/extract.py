@@ -336,7 +336,8 @@ def _collect(
                         it.owner = split_name(_text(data, owner_nodes[0]))
                     it.self_name = it.self_name or self_name
                     continue
-            segs = split_name(_text(data, name_node))
+            # "#" would read as a duplicate number in the node id (JS string keys)
+            segs = [seg.replace("#", "_") for seg in split_name(_text(data, name_node))]
             if not segs:
                 continue
             if kind == _ROLE_DEF:

@@ -10,8 +10,9 @@ overload, a definition under ``if``) gets ``#2``, ``#3``... appended to its id.
 
 Node attributes: ``kind`` (directory/file/class/function), ``path``, ``name`` (qualified
 name, "" for files and directories), ``language``, ``start_line`` and ``end_line``
-(1-based, inclusive; files span their whole text), ``text`` (source of classes and
-functions). Edges carry ``type`` (contains/invokes/imports/inherits) and use it as key.
+(1-based, inclusive; files span their whole text; a decorated Python definition starts
+at its first decorator, as the benchmark's ground truth counts it), ``text`` (source of
+classes and functions). Edges carry ``type`` (contains/invokes/imports/inherits) and use it as key.
 """
 
 from __future__ import annotations

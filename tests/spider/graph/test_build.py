@@ -197,3 +197,24 @@ def test_git_source_reads_one_commit(tmp_path: Path) -> None:
     assert edges(cg, "invokes") == {("lib/core.py:first", "lib/core.py:second")}
     head = build_graph(GitSource(repo), EngineSettings())
     assert set(definitions(head)) == {"lib/core.py:renamed", "lib/extra.py:extra"}
+
+
+def test_odd_but_valid_inputs(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "bom.py": b"\xef\xbb\xbfdef f():\n    return g()\n\n\ndef g():\n    pass\n",
+            "crlf.py": b"def h():\r\n    return 1\r\n",
+            "empty.py": b"",
+            "keys.js": "const routes = {\n  'GET #list': function () {},\n};\n",
+        },
+    )
+    cg = build(tmp_path)
+    assert definitions(cg) == {
+        "bom.py:f": ("function", 1, 2),
+        "bom.py:g": ("function", 5, 6),
+        "crlf.py:h": ("function", 1, 2),
+        "keys.js:routes.GET _list": ("function", 2, 2),
+    }
+    assert edges(cg, "invokes") == {("bom.py:f", "bom.py:g")}
+    assert cg.node("empty.py").end_line == 1
