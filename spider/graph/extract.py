@@ -218,6 +218,8 @@ def split_name(text: str) -> list[str]:
 def _receiver(data: bytes, node: Node | None) -> str | None:
     if node is None:
         return None
+    if node.end_byte - node.start_byte > MAX_RECEIVER_CHARS:
+        return UNKNOWN_RECEIVER
     text = _text(data, node).strip()
     if not text or len(text) > MAX_RECEIVER_CHARS or "\n" in text:
         return UNKNOWN_RECEIVER

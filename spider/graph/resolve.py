@@ -711,8 +711,22 @@ class _Linker:
 
     # -- invokes --------------------------------------------------------------------------
     def link_calls(self) -> None:
+        known = {(d.family, d.name) for d in self.defs.values()}
         for fi in self.files.values():
+            fam = fi.spec.family
+            done: set[tuple[int, str, str | None, bool]] = set()
             for site in fi.outline.calls:
+                # most calls name no definition at all (builtins, libraries): skip them fast
+                if (
+                    (fam, site.name) not in known
+                    and site.name not in fi.bindings
+                    and site.name != RUBY_NEW
+                ):
+                    continue
+                key = (site.caller, site.name, site.receiver, site.is_path)
+                if key in done:  # the same call again in the same function
+                    continue
+                done.add(key)
                 caller = self.defs[fi.ids[site.caller]]
                 for callee in self._resolve_call(
                     fi, caller, site.name, site.receiver, site.is_path
