@@ -2,11 +2,12 @@
 
 ``build_graph(source, settings, progress)`` parses a SourceTree into a CodeGraph with
 ``contains``, ``invokes``, ``imports`` and ``inherits`` edges; see ``model`` for node ids
-and attributes and ``extract`` for the capture names of the per-language query files.
+and attributes, ``extract`` for the capture names of the per-language query files and
+``resolve`` for how calls are linked. The benchmark's id convention (enclosing functions
+dropped, ``#n`` stripped) is ``spider.bench.ids.dataset_id``.
 """
 
 from spider.graph.build import build_graph
-from spider.graph.ids import benchmark_id, split_node_id
 from spider.graph.languages import language_names
 from spider.graph.model import CodeGraph, NodeInfo, ParseStats
 
@@ -14,8 +15,6 @@ __all__ = [
     "CodeGraph",
     "NodeInfo",
     "ParseStats",
-    "benchmark_id",
     "build_graph",
     "language_names",
-    "split_node_id",
 ]

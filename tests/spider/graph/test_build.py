@@ -37,10 +37,8 @@ def test_public_api() -> None:
         "CodeGraph",
         "NodeInfo",
         "ParseStats",
-        "benchmark_id",
         "build_graph",
         "language_names",
-        "split_node_id",
     }
     assert all(hasattr(graph_pkg, name) for name in graph_pkg.__all__)
     assert len(graph_pkg.language_names()) == 12

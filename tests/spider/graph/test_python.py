@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spider.graph import CodeGraph, benchmark_id
+from spider.bench.ids import dataset_id
+from spider.graph import CodeGraph
 
 from .conftest import build_fixture, definitions, edges
 
@@ -145,8 +146,8 @@ def test_max_candidates_setting() -> None:
     assert {("app/jobs/runner.py:go", f"app/jobs/{x}.py:run") for x in "abcd"} <= loose
 
 
-def test_benchmark_ids(cg: CodeGraph) -> None:
-    assert benchmark_id(cg, "app/models.py:Model.validate.check") == "app/models.py:Model.check"
-    assert benchmark_id(cg, "app/models.py:Model.name#2") == "app/models.py:Model.name"
-    assert benchmark_id(cg, "app/models.py:Model.Meta.label") == "app/models.py:Model.Meta.label"
-    assert benchmark_id(cg, "app/models.py") == "app/models.py"
+def test_ids_map_to_the_benchmark_convention(cg: CodeGraph) -> None:
+    # spider.bench.ids drops enclosing functions and #n, as the dataset does
+    assert dataset_id(cg, "app/models.py:Model.validate.check") == "app/models.py:Model.check"
+    assert dataset_id(cg, "app/models.py:Model.name#2") == "app/models.py:Model.name"
+    assert dataset_id(cg, "app/models.py:Model.Meta.label") == "app/models.py:Model.Meta.label"
