@@ -103,7 +103,9 @@ def create_app(state: BotState | None = None) -> FastAPI:
     async def _bot_error(request: Request, exc: BotError) -> JSONResponse:
         outcome = type(exc).__name__
         request.app.state.bot.deliveries.labels(outcome=outcome).inc()
-        log.warning("delivery rejected", extra={"outcome": outcome, "reason": str(exc)})
+        delivery = request.headers.get("x-github-delivery", "")[:64]  # unverified: for logs only
+        log.warning("delivery rejected",
+                    extra={"outcome": outcome, "reason": str(exc), "delivery_id": delivery})
         return JSONResponse({"error": str(exc)}, status_code=exc.status_code)
 
     @app.post("/webhook")
@@ -135,7 +137,8 @@ def create_app(state: BotState | None = None) -> FastAPI:
         try:
             await run_in_threadpool(bot.redis.ping)
         except redis.RedisError as exc:
-            return JSONResponse({"status": "unhealthy", "redis": type(exc).__name__}, 503)
+            return JSONResponse({"status": "unhealthy", "redis": type(exc).__name__},
+                                status_code=503)
         return JSONResponse({"status": "ok", "redis": "ok"})
 
     @app.get("/metrics")

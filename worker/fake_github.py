@@ -178,11 +178,12 @@ class FakeGitHub:
         """The comments the app posted on an issue."""
         return [c for c in self.comments_on(repo, issue) if c.app_id == self.app_id]
 
-    def requests(self, method: str | None = None, contains: str = "") -> list[Call]:
-        """Recorded requests, optionally filtered."""
+    def requests(self, method: str | None = None, contains: str = "", *,
+                 path: str | None = None) -> list[Call]:
+        """Recorded requests, optionally filtered by method, a path substring or the exact path."""
         with self._lock:
             return [c for c in self.calls if (method is None or c.method == method)
-                    and contains in c.path]
+                    and contains in c.path and (path is None or c.path == path)]
 
     def _new_id(self) -> int:
         self._next_id += 1

@@ -1,8 +1,8 @@
 """Structured logs for the bot and the worker: one JSON object per line, tokens redacted.
 
 Fields given with ``extra={...}`` and the delivery id bound with :func:`bind` appear as
-keys. Every message and field passes through :func:`redact`, so a token that slipped
-into an exception text is still not written out.
+keys. Every line passes through :func:`redact` as a whole, so a token that slipped into a
+message, a field or an exception text is still not written out.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar
 # GitHub tokens (ghs_/ghp_/gho_/ghu_/ghr_/github_pat_), bearer/basic credentials, JWTs, PEM.
 _SECRETS = re.compile(
     r"(gh[psour]_[A-Za-z0-9_]{8,}|github_pat_[A-Za-z0-9_]{8,}"
-    r"|(?i:bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"
+    r"|(?:Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{16,}"
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"
     r"|x-access-token:[^@\s]+"
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$))"
@@ -46,15 +46,15 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname,
             "logger": record.name,
-            "msg": redact(record.getMessage()),
+            "msg": record.getMessage(),
         }
         doc.update(_context.get() or {})
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
                 doc[key] = value
         if record.exc_info:
-            doc["exc"] = redact(self.formatException(record.exc_info))
-        return json.dumps(doc, default=lambda o: redact(str(o)), ensure_ascii=False)
+            doc["exc"] = self.formatException(record.exc_info)
+        return redact(json.dumps(doc, default=str, ensure_ascii=False))
 
 
 class TextFormatter(logging.Formatter):

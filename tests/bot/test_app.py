@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import io
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -127,17 +129,29 @@ def test_start_up_refuses_a_placeholder_secret(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_logs_carry_the_delivery_id_and_no_secret(
-    client: TestClient, capfd: pytest.CaptureFixture[str]
+    client: TestClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from worker import logs
+    from worker.logs import JsonFormatter
 
-    logs.configure("INFO", json_lines=True)
-    client.post("/webhook", content=BODY, headers=headers(delivery="abcdef01-0000-0000-0000-000000000000"))
-    err = capfd.readouterr().err
-    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
-    handled = [r for r in lines if r["msg"] == "delivery handled"]
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    logging.getLogger().addHandler(handler)
+    caplog.set_level(logging.INFO)
+    try:
+        client.post("/webhook", content=BODY,
+                    headers=headers(delivery="abcdef01-0000-0000-0000-000000000000"))
+        client.post("/webhook", content=BODY, headers={**headers(), "X-Hub-Signature-256": "sha256=0"})
+    finally:
+        logging.getLogger().removeHandler(handler)
+    text = stream.getvalue()
+    records = [json.loads(line) for line in text.splitlines()]
+    handled = [r for r in records if r["msg"] == "delivery handled"]
     assert handled and handled[0]["delivery_id"] == "abcdef01-0000-0000-0000-000000000000"
-    assert SECRET not in err
+    assert handled[0]["outcome"] == "queued" and handled[0]["event"] == "issues"
+    rejected = [r for r in records if r["msg"] == "delivery rejected"]
+    assert rejected and rejected[0]["outcome"] == "BadSignature"
+    assert SECRET not in text
 
 
 def test_importing_the_bot_loads_nothing_heavy() -> None:
