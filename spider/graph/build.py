@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tree_sitter import Parser
+from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_language
 
 from spider.errors import NoSourceFiles
@@ -206,18 +206,28 @@ def _parse_one(
     except ParseFailure as exc:
         log.warning("parse failed", extra={"path": path, "error": str(exc)})
         return None, SKIP_PARSE_ERROR
-    root = tree.root_node
-    if root.type == "ERROR" or (
-        root.has_error
-        and root.named_child_count > 0
-        and all(c.type == "ERROR" for c in root.named_children)
-    ):
+    try:
+        outline = build_outline(path, spec.name, data, tree, load_query(spec.query, spec.grammar))
+    except Exception:  # one odd file must never abort indexing a whole repository
+        log.exception("outline failed", extra={"path": path})
         return None, SKIP_PARSE_ERROR
-    outline = build_outline(path, spec.name, data, tree, load_query(spec.query, spec.grammar))
+    if not outline.definitions and _unusable(tree.root_node):
+        return None, SKIP_PARSE_ERROR
     if time.monotonic() - started > settings.parse_timeout_s:
         log.warning("outline exceeded the parse budget", extra={"path": path})
         return None, SKIP_TIMEOUT
     return outline, ""
+
+
+def _unusable(root: Node) -> bool:
+    """A tree that is all error (another language, a binary format): nothing to index.
+
+    A root of type ERROR alone is not enough: C files full of macros often get one while
+    every function in them still parses.
+    """
+    if not root.has_error:
+        return False
+    return root.type == "ERROR" or all(c.type == "ERROR" for c in root.named_children)
 
 
 # -- nodes ------------------------------------------------------------------------------
