@@ -258,9 +258,9 @@ class _Linker:
             self.module_suffix[(fam, mod[-k:])].append(o.path)
         for pkg in o.packages:
             self.packages[(fam, ".".join(split_name(pkg)))].append(o.path)
-        for d, node_id in zip(o.definitions, ids, strict=True):
-            parent = ids[d.parent] if d.parent >= 0 else o.path
-            rec = _Def(
+        for d, node_id in zip(o.definitions, ids, strict=True):  # records first: a Go
+            parent = ids[d.parent] if d.parent >= 0 else o.path  # method may precede its type
+            self.defs[node_id] = _Def(
                 node_id,
                 o.path,
                 fam,
@@ -272,7 +272,8 @@ class _Linker:
                 parent,
                 d.self_name,
             )
-            self.defs[node_id] = rec
+        for d, node_id in zip(o.definitions, ids, strict=True):
+            parent = ids[d.parent] if d.parent >= 0 else o.path
             if d.parent < 0:
                 fi.top[d.name].append(node_id)
                 self.dir_top[(fam, directory)][d.name].append(node_id)

@@ -26,6 +26,8 @@ DEFINITIONS = {
     "server/server.go:Base.Version": ("function", 29, 31),
     "util/strings.go:Clean": ("function", 5, 7),
     "util/strings.go:trim": ("function", 9, 11),
+    "util/strings.go:Builder.Build": ("function", 14, 16),
+    "util/strings.go:Builder": ("class", 18, 20),
 }
 
 INVOKES = {
@@ -34,6 +36,7 @@ INVOKES = {
     ("server/server.go:New", "util/strings.go:Clean"),
     ("server/server.go:Server.Start", "server/routes.go:Server.banner"),
     ("server/server.go:Server.Start", "server/routes.go:Server.listen"),
+    ("util/strings.go:Builder.Build", "util/strings.go:Clean"),
     ("util/strings.go:Clean", "util/strings.go:trim"),
 }
 
@@ -67,3 +70,5 @@ def test_methods_attach_to_their_receiver_type(cg: CodeGraph) -> None:
     assert ("server/server.go:Base", "server/server.go:Base.Version") in contains
     # the type is declared in another file of the package: the file holds the method
     assert ("server/routes.go", "server/routes.go:Server.banner") in contains
+    # a method written before its type in the same file
+    assert ("util/strings.go:Builder", "util/strings.go:Builder.Build") in contains
