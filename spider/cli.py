@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -22,7 +23,14 @@ app = typer.Typer(
     no_args_is_help=True,
     help="SpIDER issue localization: which functions will a fix most likely edit?",
 )
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
+PIPE_WIDTH = 200  # output piped to a file or another program is not wrapped at 80 columns
+
+
+def _console() -> Console:
+    c = Console()
+    return c if c.is_terminal else Console(width=PIPE_WIDTH)
+
 
 PathArg = Annotated[Path, typer.Argument(help="repository: a working tree or a git dir")]
 RevOpt = Annotated[
@@ -39,8 +47,10 @@ def _settings(**overrides: object) -> EngineSettings:
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         return EngineSettings(**clean)
-    except ValueError as exc:
-        raise _fail(str(exc).splitlines()[0] if str(exc) else "invalid settings") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "settings"
+        raise _fail(f"invalid {where}: {first.get('msg', 'bad value')}") from exc
 
 
 def _open(path: Path, rev: str | None):  # -> SourceTree
@@ -70,7 +80,7 @@ def index(
     if json_out:
         typer.echo(json.dumps(report, indent=2, default=str))
         return
-    c = Console()
+    c = _console()
     c.print(f"[bold]{path}[/bold] at {idx.commit or 'working tree'}")
     parsed = report["parsed"]
     c.print(
@@ -146,7 +156,7 @@ def locate(
         table.add_row(
             str(n), h.id, f"{h.start_line}-{h.end_line}", "; ".join(r.describe() for r in h.reasons)
         )
-    c = Console()
+    c = _console()
     c.print(table)
     c.print(
         f"commit {result.commit or 'working tree'} · index {t1 - t0:.2f} s · query {t2 - t1:.2f} s"

@@ -10,6 +10,7 @@ import numpy as np
 from spider.retrieve.tokenize import code_tokens
 
 log = logging.getLogger(__name__)
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
 
 
 class LexicalIndex:

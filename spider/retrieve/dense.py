@@ -37,6 +37,8 @@ def load_model(name: str, max_seq_length: int) -> Any:
     """Load (once per process) a sentence-transformers model; empty name = bundled MiniLM."""
     with _LOAD_LOCK:
         try:
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
             from sentence_transformers import SentenceTransformer
 
             if not name:

@@ -94,6 +94,15 @@ class IssueSignals:
     prose_names: set[str] = field(default_factory=set)
 
 
+_CODE_SHAPE = re.compile(r"[._]|[a-z][A-Z]|[A-Z].*[A-Z]|\d")
+
+
+def looks_like_code(word: str) -> bool:
+    """A prose word counts as an identifier only with code shape: ``snake_case``,
+    ``camelCase``, ``CamelCase``, ``dotted.name`` or digits - not plain English words."""
+    return bool(_CODE_SHAPE.search(word.strip("_") or word)) or word.startswith("__")
+
+
 def extract_signals(text: str) -> IssueSignals:
     """Parse paths, identifiers and stack frames (Python, Java/Kotlin, JS/TS, Go, Rust)."""
     sig = IssueSignals()
@@ -117,7 +126,7 @@ def extract_signals(text: str) -> IssueSignals:
     for part in code_parts:
         sig.code_names.update(_IDENT.findall(part))
     prose = _FENCE.sub(" ", text)
-    sig.prose_names.update(_IDENT.findall(prose))
+    sig.prose_names.update(n for n in _IDENT.findall(prose) if looks_like_code(n))
     return sig
 
 

@@ -72,3 +72,21 @@ def test_paths_mark_their_functions_weakly() -> None:
 
 def test_common_and_short_names_are_ignored() -> None:
     assert _scores("please run get on it, then x") == {}
+
+
+def test_plain_english_words_in_prose_are_not_identifiers() -> None:
+    from spider.graph.model import CodeGraph
+    from spider.retrieve.signals import looks_like_code
+
+    assert not looks_like_code("settings") and not looks_like_code("Settings")
+    assert looks_like_code("send_request") and looks_like_code("getURL")
+    assert looks_like_code("CodeGraph") and looks_like_code("a.b") and looks_like_code("__init__")
+    g = CodeGraph()
+    g.add_node(
+        "a.py:settings", kind="function", path="a.py", name="settings", start_line=1, end_line=2
+    )
+    table = NameTable(g, ["a.py:settings"])
+    score, _ = signal_scores(table, extract_signals("the settings are ignored"), 1)
+    assert score == [0.0]
+    score, _ = signal_scores(table, extract_signals("the `settings` are ignored"), 1)
+    assert score == [2.5]
