@@ -23,7 +23,8 @@ BOTH = ("contains", "invokes")
 METHODS: dict[str, dict[str, Any]] = {
     "bm25": {"first_stage": "bm25", "selector": "none"},
     "dense": {"first_stage": "dense", "selector": "none"},
-    "hybrid": {"first_stage": "hybrid", "selector": "none"},
+    "hybrid": {"first_stage": "hybrid", "signals": False, "selector": "none"},
+    "hybrid-signals": {"first_stage": "hybrid", "signals": True, "selector": "none"},
     "spider-contains": {"first_stage": "dense", "edges": CONTAINS, "selector": "offline"},
     "spider-invokes": {"first_stage": "dense", "edges": INVOKES, "selector": "offline"},
     "spider-both": {"first_stage": "dense", "edges": BOTH, "selector": "offline"},
