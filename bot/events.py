@@ -9,7 +9,7 @@ are applied by the worker, which reads that file; the bot drops what no config c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -113,7 +113,7 @@ def _route_issue(p: EventPayload, delivery_id: str) -> Decision:
         return Ignore(skip)
     if issue.state != "open":
         return Ignore("the issue is closed")
-    if _is_bot(p.sender):
+    if is_bot(p.sender):
         return Ignore("the action was taken by a bot")
     return _enqueue(p, delivery_id, issue_trigger(p.action))
 
@@ -127,7 +127,7 @@ def _route_comment(p: EventPayload, delivery_id: str) -> Decision:
         raise MalformedPayload("issue_comment payload lacks comment")
     if issue.pull_request is not None:
         return Ignore("comment on a pull request")
-    if _is_bot(comment.user) or _is_bot(p.sender):
+    if is_bot(comment.user) or is_bot(p.sender):
         return Ignore("comment by a bot")
     if parse_command(comment.body) is None:
         return Ignore("comment is not a /spider command")
@@ -145,19 +145,27 @@ def _skip_issue(p: EventPayload) -> str | None:
         return "pull request"
     if issue.locked:
         return "the issue is locked"
-    if _is_bot(issue.user):
+    if is_bot(issue.user):
         return "the issue was opened by a bot"
     return None
 
 
-def may_rerun(association: str, commenter: User | None, author: User | None) -> bool:
+class Account(Protocol):
+    """A GitHub account as both webhook payloads and githubkit models describe it."""
+
+    login: str
+    type: str
+
+
+def may_rerun(association: str, commenter: Account | None, author: Account | None) -> bool:
     """Whether a commenter may trigger a re-run: a repository member or the issue's author."""
     if association in TRUSTED_ASSOCIATIONS:
         return True
     return commenter is not None and author is not None and commenter.login == author.login
 
 
-def _is_bot(user: User | None) -> bool:
+def is_bot(user: Account | None) -> bool:
+    """Whether an account is a bot (GitHub Apps' accounts end in ``[bot]``)."""
     return user is not None and (user.type == "Bot" or user.login.endswith("[bot]"))
 
 
@@ -167,11 +175,14 @@ def _enqueue(p: EventPayload, delivery_id: str, trigger: str) -> Decision:
         raise MalformedPayload("payload lacks installation: is this an app webhook?")
     if not valid_repo(p.repository.full_name):
         raise MalformedPayload("repository.full_name is not owner/name")
-    job = IssueJob(
-        installation_id=p.installation.id,
-        repo=p.repository.full_name,
-        issue_number=p.issue.number,
-        delivery_id=delivery_id,
-        trigger=trigger,
-    )
+    try:
+        job = IssueJob(
+            installation_id=p.installation.id,
+            repo=p.repository.full_name,
+            issue_number=p.issue.number,
+            delivery_id=delivery_id,
+            trigger=trigger,
+        )
+    except ValueError as exc:
+        raise MalformedPayload(str(exc)) from exc
     return Enqueue(job)

@@ -305,8 +305,7 @@ class GitHubClient:
 
     def create_comment(self, owner: str, name: str, number: int, body: str) -> IssueComment:
         """Post a new comment. Not retried here: a lost answer may still have created it."""
-        return self._policy_once(
-            "create comment",
+        return self._once(
             lambda gh: gh.rest.issues.create_comment(owner, name, number, body=body).parsed_data,
         )
 
@@ -317,7 +316,8 @@ class GitHubClient:
             lambda gh: gh.rest.issues.update_comment(owner, name, comment_id, body=body).parsed_data,
         )
 
-    def _policy_once(self, what: str, fn: Callable[[GitHub[Any]], T]) -> T:
+    def _once(self, fn: Callable[[GitHub[Any]], T]) -> T:
+        """One call, no retry; errors mapped like every other call's."""
         try:
             return fn(self._require())
         except (RequestError, RateLimitExceeded) as exc:

@@ -17,6 +17,7 @@ import redis
 from githubkit.versions.latest.models import IssueComment
 
 from bot.commands import Command, parse_command
+from bot.events import is_bot, may_rerun
 from spider.models import Issue
 from worker import locks
 from worker.engine import Engine
@@ -32,7 +33,6 @@ log = logging.getLogger(__name__)
 
 ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue retries later rather than queue here
 LOCK_TTL_MARGIN_S = 60  # locks outlive the hard time limit by this, then free themselves
-TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 
 Status = Literal["created", "updated", "unchanged", "skipped", "failed"]
 
@@ -49,8 +49,10 @@ class Outcome:
     timings: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON form stored as the task's result."""
-        return asdict(self)
+        """JSON form stored as the task's result (without the body: it is on GitHub)."""
+        out = asdict(self)
+        out.pop("body")
+        return out
 
 
 class Skip(Exception):
@@ -167,12 +169,9 @@ def _check_trigger(gh: GitHubClient, job: IssueJob, issue: Any, cfg: RepoConfig)
         command = parse_command(comment.body)
         if command is None:
             raise Skip("the comment is no longer a /spider command")
-        if _is_bot(comment.user):
+        if is_bot(comment.user):
             raise Skip("comment by a bot")
-        association = str(comment.author_association or "NONE")
-        is_author = (comment.user is not None and issue.user is not None
-                     and comment.user.login == issue.user.login)
-        if association not in TRUSTED_ASSOCIATIONS and not is_author:
+        if not may_rerun(str(comment.author_association or "NONE"), comment.user, issue.user):
             raise Skip("only the issue's author or repository members may run /spider")
         return command
     action = job.trigger.split(".", 1)[1]
@@ -180,7 +179,7 @@ def _check_trigger(gh: GitHubClient, job: IssueJob, issue: Any, cfg: RepoConfig)
         raise Skip(f"issues.{action} does not trigger a run here")
     if issue.state != "open":
         raise Skip("the issue is closed")
-    if _is_bot(issue.user):
+    if is_bot(issue.user):
         raise Skip("the issue was opened by a bot")
     length = len(f"{issue.title}\n\n{issue.body or ''}".strip())
     if length < cfg.min_issue_length:
@@ -188,14 +187,10 @@ def _check_trigger(gh: GitHubClient, job: IssueJob, issue: Any, cfg: RepoConfig)
     return None
 
 
-def _is_bot(user: Any) -> bool:
-    return user is not None and (user.type == "Bot" or user.login.endswith("[bot]"))
-
-
 def find_ours(comments: Iterable[IssueComment], app_id: int | None) -> IssueComment | None:
     """Our comment on the issue: carries the marker, posted by a bot (this app, when known)."""
     for c in comments:
-        if not (c.body or "").startswith(MARKER) or not _is_bot(c.user):
+        if not (c.body or "").startswith(MARKER) or not is_bot(c.user):
             continue
         app = c.performed_via_github_app
         if app and app_id is not None and getattr(app, "id", app_id) != app_id:

@@ -164,3 +164,11 @@ def test_importing_the_bot_loads_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_redis_down_is_503_so_github_shows_a_failed_delivery(settings: AppSettings,
+                                                            queue: RecordingQueue) -> None:
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    with TestClient(create_app(build_state(settings, redis_client=dead, enqueue=queue))) as c:
+        resp = c.post("/webhook", content=BODY, headers=headers())
+    assert resp.status_code == 503 and queue.jobs == []

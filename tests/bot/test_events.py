@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.errors import MalformedPayload
 from bot.events import Acknowledge, Enqueue, Ignore, route
@@ -79,8 +81,39 @@ def test_acknowledged(event: str) -> None:
         {"action": "opened", "issue": {"number": 1}, "repository": {"full_name": "a/b"}},  # no installation
         {"action": "opened", "issue": {"number": 1}, "repository": {"full_name": "../etc"},
          "installation": {"id": 1}},
+        {"action": "opened", "issue": {"number": 0}, "repository": {"full_name": "a/b"},
+         "installation": {"id": 1}},
+        {"action": "opened", "issue": {"number": 1}, "repository": {"full_name": "a/b"},
+         "installation": {"id": -5}},
     ],
 )
 def test_malformed(payload: dict[str, Any]) -> None:
     with pytest.raises(MalformedPayload):
         route("issues", payload, "d")
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5),
+    max_leaves=30,
+)
+KEYS = st.sampled_from(["action", "issue", "comment", "repository", "installation", "sender"])
+NEAR_VALID = st.fixed_dictionaries({
+    "action": st.sampled_from(["opened", "created", "edited", "x"]),
+    "issue": st.fixed_dictionaries({"number": st.integers(-2, 3), "state": st.text(max_size=6),
+                                    "locked": st.booleans()}),
+    "comment": st.fixed_dictionaries({"id": st.integers(-2, 3), "body": st.text(max_size=30)}),
+    "repository": st.fixed_dictionaries({"full_name": st.text(max_size=12)}),
+    "installation": st.fixed_dictionaries({"id": st.integers(-2, 3)}),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["issues", "issue_comment", "ping", "push"]),
+       st.dictionaries(KEYS, JSON, max_size=6) | NEAR_VALID)
+def test_any_payload_is_decided_or_rejected_as_malformed(event: str, payload: dict[str, Any]) -> None:
+    try:
+        decision = route(event, payload, "d")
+    except MalformedPayload:
+        return
+    assert isinstance(decision, Enqueue | Ignore | Acknowledge)
