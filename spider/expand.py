@@ -126,8 +126,14 @@ def build_requests(
     ranked: Sequence[str],
     scores: Mapping[str, float],
     settings: EngineSettings,
+    item_features: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[SelectionRequest]:
-    """Stage 1 for every centre: one selection request each."""
+    """Stage 1 for every centre: one selection request each.
+
+    ``item_features`` holds first-stage features per pool item (per-ranker ranks, issue
+    signal); they are copied onto each candidate, with the centre's signal added.
+    """
+    item_features = item_features or {}
     pool = list(ranked[: settings.pool])
     pool_rank = {n: i + 1 for i, n in enumerate(pool)}
     top_k = set(pool[: settings.k])
@@ -139,6 +145,8 @@ def build_requests(
             rank = pool_rank[nb.id]
             feats = candidate_features(graph, centre, ci + 1, nb, rank, words, parts)
             feats["in_top_k"] = 1.0 if nb.id in top_k else 0.0
+            feats.update(item_features.get(nb.id, {}))
+            feats["centre_signal"] = item_features.get(centre, {}).get("signal", 0.0)
             cands.append(
                 Candidate(
                     id=nb.id,
@@ -220,12 +228,13 @@ def run_expansion(
     scores: Mapping[str, float],
     settings: EngineSettings,
     selector: Selector,
+    item_features: Mapping[str, Mapping[str, float]] | None = None,
 ) -> tuple[list[str], dict[str, Admission], list[SelectionRequest]]:
     """Stages 1-3 over a first-stage ranking; returns the final K ids and the admissions."""
     top_k = list(ranked[: settings.k])
     if not settings.edges or settings.centres == 0 or selector.name == "none":
         return top_k, {}, []
-    requests = build_requests(graph, issue, ranked, scores, settings)
+    requests = build_requests(graph, issue, ranked, scores, settings, item_features)
     admitted = selector.judge(requests)
     final, placed = exchange(top_k, requests, admitted, settings.k)
     return final, placed, requests

@@ -29,6 +29,19 @@ class FirstStage:
     scores: np.ndarray  # score per function (higher is better)
     ranks: dict[str, np.ndarray]  # per ranker: 1-based rank of every function
     evidence: dict[int, str]  # function index -> strongest issue signal, in words
+    signal: np.ndarray | None = None  # issue-signal strength per function (0 = none)
+
+    def item_features(self, ids: list[str], pool: int) -> dict[str, dict[str, float]]:
+        """Per-item first-stage features of the top ``pool`` items, for the selector."""
+        out: dict[str, dict[str, float]] = {}
+        for i in self.order[:pool]:
+            f: dict[str, float] = {}
+            for name, ranks in self.ranks.items():
+                if name != "signals":
+                    f[f"log_{name}_rank"] = float(np.log(max(int(ranks[i]), 1)))
+            f["signal"] = float(self.signal[i]) if self.signal is not None else 0.0
+            out[ids[int(i)]] = f
+        return out
 
 
 def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstStage:
@@ -51,6 +64,7 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
     else:
         fused = scores[settings.first_stage].astype(np.float64)
     evidence: dict[int, str] = {}
+    sig_arr: np.ndarray | None = None
     if settings.signals and settings.first_stage == "hybrid" and len(fused):
         sig, evidence = signal_scores(
             index.name_table(), extract_signals(text), len(index.function_ids)
@@ -62,7 +76,7 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
             fused = fused + np.where(has, SIGNAL_WEIGHT / (RRF_K + sig_ranks), 0.0)
             ranks["signals"] = np.where(has, sig_ranks, 0)
     order = np.argsort(-fused, kind="stable")
-    return FirstStage(settings.first_stage, order, fused, ranks, evidence)
+    return FirstStage(settings.first_stage, order, fused, ranks, evidence, sig_arr)
 
 
 def _first_stage_reason(fs: FirstStage, idx: int, rank: int, score: float) -> Reason:
@@ -92,8 +106,9 @@ def locate(
     ranked = [ids[i] for i in fs.order[:pool_n]]
     pos = {ids[i]: int(i) for i in fs.order[:pool_n]}
     score_of = {ids[i]: float(fs.scores[i]) for i in fs.order[:pool_n]}
+    feats = fs.item_features(ids, pool_n)
     final, placed, requests = run_expansion(
-        index.graph, issue, ranked, score_of, settings, selector
+        index.graph, issue, ranked, score_of, settings, selector, feats
     )
     t2 = time.perf_counter()
     rank_of = {n: r + 1 for r, n in enumerate(ranked)}
