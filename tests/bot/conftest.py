@@ -10,25 +10,14 @@ import redis
 from fastapi.testclient import TestClient
 
 from bot.app import build_state, create_app
-from worker.devstack import RedisServer
+from tests.worker import helpers
 from worker.jobs import IssueJob
 from worker.settings import AppSettings
 
 SECRET = "test-webhook-secret-0123456789"
 
-
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
-        yield server.url
-
-
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
-    client.flushdb()
-    yield client
-    client.close()
+redis_url = helpers.redis_url  # a private redis-server for the session
+redis_client = helpers.redis_client  # emptied before each test
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
+from tests.worker import helpers
 from tests.worker.helpers import make_repo
-from worker.devstack import RedisServer, app_key_pair
+from worker.devstack import app_key_pair
 from worker.fake_github import FakeGitHub
 from worker.settings import AppSettings
 
@@ -17,19 +17,8 @@ APP_ID = 4242
 INSTALLATION = 7
 REPO = "acme/httpkit"
 
-
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
-        yield server.url
-
-
-@pytest.fixture
-def redis_client(redis_url: str) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_url)
-    client.flushdb()
-    yield client
-    client.close()
+redis_url = helpers.redis_url  # a private redis-server for the session
+redis_client = helpers.redis_client  # emptied before each test
 
 
 @pytest.fixture(scope="session")

@@ -3,12 +3,34 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+import redis
+
 from spider.models import Hit, Issue, Localization, Reason
 from spider.settings import EngineSettings
+from worker.devstack import RedisServer
 from worker.mirror import Checkout
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private redis-server for the session (import into a conftest to use)."""
+    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+        yield server.url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A client of that Redis, emptied before each test."""
+    client = redis.Redis.from_url(redis_url)
+    client.flushdb()
+    yield client
+    client.close()
+
 
 GIT_ID = ["-c", "user.email=test@example.com", "-c", "user.name=Test"]
 
