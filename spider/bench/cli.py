@@ -271,6 +271,42 @@ def show(out: Annotated[Path, typer.Argument(help="a --out directory")]) -> None
     render_tables(json.loads(path.read_text(encoding="utf-8")))
 
 
+@bench_app.command("fit")
+def fit(
+    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
+    repos: Annotated[str, typer.Option("--repos", "-r")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="fit data and CV report go here")],
+    cache_dir: CacheOpt = None,
+    only_repo: Annotated[str | None, typer.Option("--only-repo")] = None,
+    k: KOpt = 20,
+    write_weights: Annotated[
+        bool, typer.Option("--write-weights", help="overwrite the shipped offline weights")
+    ] = False,
+) -> None:
+    """Fit the offline selector by leave-one-repository-out CV on dev data only."""
+    from spider.bench import fit as fitting
+    from spider.select.offline import WEIGHTS_FILE, OfflineWeights
+
+    settings = _settings(k, cache_dir)
+    rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
+    records = fitting.collect(rows, template_resolver(repos), settings, out)
+    if not records:
+        raise _fail("no instance could be collected")
+    cv = fitting.cross_validate(records, k)
+    w = fitting.fit_weights(records, k)
+    weights = OfflineWeights(w.neighbour, w.ranked, cv["margin"])
+    (out / "fit-cv.json").write_text(json.dumps(cv, indent=2))
+    typer.echo(json.dumps({m: cv["by_margin"][m]["R@20"] for m in cv["by_margin"]}))
+    typer.echo(
+        f"first stage R@20 {cv['first_stage']['R@20']:.4f}  "
+        f"offline (cv, margin {cv['margin']}) {cv['by_margin'][str(cv['margin'])]['R@20']:.4f}  "
+        f"oracle {cv['oracle']['R@20']:.4f}  over {cv['instances']} instances"
+    )
+    if write_weights:
+        fitting.write_weights(weights, cv, _command_line(), WEIGHTS_FILE)
+        typer.echo(f"wrote {WEIGHTS_FILE}")
+
+
 def main() -> None:
     """Run ``bench_app`` on its own (``python -m spider.bench.cli``)."""
     bench_app()

@@ -13,20 +13,27 @@ from typing import Any
 
 from spider.bench.dataset import Instance
 from spider.bench.groundtruth import GT_MODES, literal_globs, patch_ground_truth, patch_paths
+from spider.bench.history import GraphBuilder
 from spider.bench.ids import dataset_id_map, normalise_id, split_id
 from spider.bench.runner import RepoResolver
 from spider.settings import EngineSettings
 from spider.source import GitSource
 
 
-def check_instance(inst: Instance, source: GitSource, settings: EngineSettings) -> dict[str, Any]:
+def check_instance(
+    inst: Instance,
+    source: GitSource,
+    settings: EngineSettings,
+    graph_builder: GraphBuilder | None = None,
+) -> dict[str, Any]:
     """Match and agreement figures of one instance (needs both edit_functions and a patch)."""
-    from spider.graph import build_graph
+    if graph_builder is None:
+        from spider.graph import build_graph as graph_builder
 
     edit = {normalise_id(e) for e in inst.edit_functions or []}
     paths = set(patch_paths(inst.patch or "")) | {split_id(e)[0] for e in edit}
     narrow = settings.model_copy(update={"include": literal_globs(sorted(paths))})
-    graph = build_graph(source, narrow)
+    graph = graph_builder(source, narrow)
     known = set(dataset_id_map(graph).values())
 
     def read_old(ps: list[str]) -> dict[str, str]:
@@ -75,7 +82,10 @@ def summarise_check(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def check_groundtruth(
-    instances: Sequence[Instance], resolve: RepoResolver, settings: EngineSettings
+    instances: Sequence[Instance],
+    resolve: RepoResolver,
+    settings: EngineSettings,
+    graph_builder: GraphBuilder | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Per-instance check rows for every runnable instance with both GT fields, plus skips."""
     from spider.errors import SpiderError
@@ -91,5 +101,5 @@ def check_groundtruth(
         except SpiderError as exc:
             skipped[inst.instance_id] = str(exc)
             continue
-        rows.append(check_instance(inst, source, settings))
+        rows.append(check_instance(inst, source, settings, graph_builder))
     return rows, skipped
