@@ -123,7 +123,9 @@ class EngineSettings(BaseSettings):
 
     # --- retrieval ---
     model: str = Field("", description="sentence-transformers name or path; empty = bundled MiniLM")
-    max_seq_length: int = Field(256, ge=32, le=8192, description="encoder token cap per text")
+    max_seq_length: int = Field(
+        128, ge=32, le=8192, description="encoder token cap per text (MiniLM was trained at 128)"
+    )
     embed_batch_size: int = Field(32, ge=1)
     cache_dir: Path = Field(
         default_factory=lambda: Path.home() / ".cache" / "spider",
