@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from spider.graph.model import CodeGraph
@@ -219,6 +219,30 @@ def exchange(
                 result.remove(evictable[-1])
             pos = result.index(i) + 1
     return result, placed
+
+
+def order_by_probability(
+    final: Sequence[str],
+    placed: Mapping[str, Admission],
+    rank_of: Mapping[str, int],
+    p_ranked: Callable[[int], float],
+    p_admitted: Mapping[str, float],
+) -> list[str]:
+    """Re-place admitted items by estimated probability instead of right below their centre.
+
+    First-stage items keep their order (their probability falls with rank); an admitted
+    item moves down to just above the first first-stage item it is less likely than, and
+    never above its centre. Membership is unchanged: the same K items, reordered.
+    """
+    key: dict[str, float] = {}
+    for n in final:
+        if n not in placed:
+            key[n] = p_ranked(rank_of[n])
+    for n in final:
+        if n in placed:
+            key[n] = min(p_admitted.get(n, 0.0), key.get(placed[n].centre, 1.0))
+    position = {n: i for i, n in enumerate(final)}
+    return sorted(final, key=lambda n: (-key[n], n in placed, position[n]))
 
 
 def run_expansion(

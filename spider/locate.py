@@ -8,12 +8,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from spider.errors import EmptyIssue
-from spider.expand import run_expansion
+from spider.expand import order_by_probability, run_expansion
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason
 from spider.retrieve.fusion import RRF_K, ranks_from_scores, reciprocal_rank_fusion
 from spider.retrieve.signals import extract_signals, signal_scores
-from spider.select import Selector, make_selector
+from spider.select import OfflineSelector, Selector, make_selector
 from spider.settings import EngineSettings
 
 HYBRID_WEIGHTS = {"dense": 1.0, "bm25": 1.0}  # equal say for both rankers in the fusion
@@ -110,8 +110,17 @@ def locate(
     final, placed, requests = run_expansion(
         index.graph, issue, ranked, score_of, settings, selector, feats
     )
-    t2 = time.perf_counter()
     rank_of = {n: r + 1 for r, n in enumerate(ranked)}
+    if placed and settings.placement == "probability" and isinstance(selector, OfflineSelector):
+        by_id = {c.id: c for r in requests for c in r.candidates}
+        final = order_by_probability(
+            final,
+            placed,
+            rank_of,
+            selector.ranked_probability,
+            {n: selector.neighbour_probability(by_id[n]) for n in placed},
+        )
+    t2 = time.perf_counter()
     hits: list[Hit] = []
     g = index.graph.g
     for node_id in final:

@@ -97,6 +97,11 @@ class EngineSettings(BaseSettings):
         100, ge=1, description="best-ranked invokes neighbours explored per centre (paper: 100)"
     )
     selector: SelectorName = "offline"
+    placement: Literal["centre", "probability"] = Field(
+        "probability",
+        description="where admitted items go: below their centre (paper) or by estimated "
+        "probability (offline selector only)",
+    )
     first_stage: FirstStage = "hybrid"
     signals: bool = Field(
         True, description="fuse names, paths and stack frames found in the issue (hybrid only)"

@@ -27,7 +27,7 @@ from spider.bench.dataset import Instance
 from spider.bench.ids import dataset_id_map, graph_ids_for, normalise_id
 from spider.bench.metrics import aggregate, dedupe, score_instance
 from spider.bench.runner import RepoResolver, ground_truth
-from spider.expand import exchange
+from spider.expand import exchange, order_by_probability
 from spider.models import Issue
 from spider.select.base import Candidate, SelectionRequest
 from spider.select.offline import OfflineSelector, OfflineWeights
@@ -156,15 +156,28 @@ def _requests(rec: FitRecord, k: int) -> list[SelectionRequest]:
     ]
 
 
-def simulate(rec: FitRecord, weights: OfflineWeights | None, k: int) -> dict[str, float]:
+def simulate(
+    rec: FitRecord, weights: OfflineWeights | None, k: int, placement: str = "probability"
+) -> dict[str, float]:
     """Metrics of the exchange under ``weights`` (None = no expansion) for one record."""
     top_k = rec.pool[:k]
     if weights is None:
         final = top_k
     else:
         reqs = _requests(rec, k)
-        admitted = OfflineSelector(weights).judge(reqs)
-        final, _ = exchange(top_k, reqs, admitted, k)
+        sel = OfflineSelector(weights)
+        admitted = sel.judge(reqs)
+        final, placed = exchange(top_k, reqs, admitted, k)
+        if placed and placement == "probability":
+            by_id = {c.id: c for r in reqs for c in r.candidates}
+            rank_of = {n: i + 1 for i, n in enumerate(rec.pool)}
+            final = order_by_probability(
+                final,
+                placed,
+                rank_of,
+                sel.ranked_probability,
+                {n: sel.neighbour_probability(by_id[n]) for n in placed},
+            )
     ranked = dedupe(rec.to_dataset.get(g, normalise_id(g)) for g in final)
     return score_instance(ranked, set(rec.truth))
 

@@ -75,3 +75,16 @@ def test_duplicate_admissions_are_placed_once() -> None:
 def test_short_list_grows_up_to_k() -> None:
     final, _ = exchange(["a", "b"], [_req("a", [("x", 3)])], [["x"]], 5)
     assert final == ["a", "x", "b"]
+
+
+def test_order_by_probability_moves_admitted_items_down_not_up() -> None:
+    from spider.expand import Admission, order_by_probability
+
+    final = ["a", "x", "b", "y", "c"]  # x admitted by a, y admitted by b
+    placed = {"x": Admission("x", "a", "contains", 2), "y": Admission("y", "b", "invokes", 1)}
+    rank_of = {"a": 1, "b": 2, "c": 3}
+    p_rank = {1: 0.5, 2: 0.3, 3: 0.1}.__getitem__
+    # x is less likely than c: it sinks below c; y is likelier than its centre: capped below b
+    got = order_by_probability(final, placed, rank_of, p_rank, {"x": 0.05, "y": 0.9})
+    assert got == ["a", "b", "y", "c", "x"]
+    assert sorted(got) == sorted(final)
