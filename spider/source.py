@@ -2,13 +2,17 @@
 
 Both kinds list files first (path and size, no content) so exclusions and size caps are
 applied before anything is read, and both refuse symlinks and submodules so nothing
-outside the repository is ever read.
+outside the repository is ever read. What a listing leaves out for safety is counted in
+``skipped`` (symlinks, submodules, special files, unsafe paths), which the graph reports
+with its own skip counts.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +48,21 @@ PRUNE_DIRS = frozenset(
 )
 
 
+# Reasons a listing leaves an entry out (keys of ``skipped``).
+SKIP_SYMLINK = "symlink"
+SKIP_SUBMODULE = "submodule"
+SKIP_SPECIAL = "not_a_file"  # fifos, sockets, devices
+SKIP_UNSAFE_PATH = "unsafe_path"  # '..', '.git' or an absolute path inside a crafted tree
+_GIT_FILE_MODES = (b"100644", b"100755")
+
+
+def unsafe_path(path: str) -> bool:
+    """Whether a repository path could name something outside it or git's own files."""
+    parts = path.split("/")
+    return (path.startswith("/") or any(p in ("", ".", "..") for p in parts)
+            or any(p.lower() == ".git" for p in parts))
+
+
 @dataclass(frozen=True)
 class SourceFile:
     """One regular file of the tree: repository-relative posix path and size in bytes."""
@@ -56,6 +75,7 @@ class SourceTree(Protocol):
     """A readable snapshot of a repository."""
 
     commit: str | None
+    skipped: Counter[str]  # what the last ``files()`` left out, by reason
 
     def files(self) -> list[SourceFile]:
         """Every regular file (no symlinks, no submodules), without content."""
@@ -98,6 +118,7 @@ class DirectorySource:
             raise RepositoryNotFound(f"repository path is not a directory: {path}")
         self.root = path.resolve()
         self.commit: str | None = self._head()
+        self.skipped: Counter[str] = Counter()
 
     def _head(self) -> str | None:
         if not (self.root / ".git").exists():
@@ -110,19 +131,28 @@ class DirectorySource:
     def files(self) -> list[SourceFile]:
         """Walk the directory without following symlinks; skip .git."""
         out: list[SourceFile] = []
+        self.skipped = Counter()
         for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if d not in PRUNE_DIRS and not os.path.islink(os.path.join(dirpath, d))
-            )
+            kept = []
+            for d in dirnames:
+                if d in PRUNE_DIRS:
+                    continue
+                if os.path.islink(os.path.join(dirpath, d)):
+                    self.skipped[SKIP_SYMLINK] += 1
+                    continue
+                kept.append(d)
+            dirnames[:] = sorted(kept)
             for name in sorted(filenames):
                 full = os.path.join(dirpath, name)
                 try:
                     st = os.lstat(full)
                 except OSError:
                     continue
-                if not _is_regular(st.st_mode):
+                if stat.S_ISLNK(st.st_mode):
+                    self.skipped[SKIP_SYMLINK] += 1
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    self.skipped[SKIP_SPECIAL] += 1
                     continue
                 rel = os.path.relpath(full, self.root).replace(os.sep, "/")
                 out.append(SourceFile(rel, st.st_size))
@@ -140,12 +170,6 @@ class DirectorySource:
                 continue
 
 
-def _is_regular(mode: int) -> bool:
-    import stat
-
-    return stat.S_ISREG(mode)
-
-
 class GitSource:
     """Files of one commit of a git repository (bare or not), read via ls-tree/cat-file."""
 
@@ -157,20 +181,32 @@ class GitSource:
         self.commit: str | None = (
             git(["rev-parse", "--verify", f"{rev}^{{commit}}"], path).decode().strip()
         )
+        self.skipped: Counter[str] = Counter()
 
     def files(self) -> list[SourceFile]:
         """Regular blobs of the commit (mode 100644/100755); symlinks and submodules skipped."""
         raw = git(["ls-tree", "-r", "-l", "-z", "--full-tree", self.commit or "HEAD"], self.git_dir)
         out: list[SourceFile] = []
+        self.skipped = Counter()
         for entry in raw.split(b"\0"):
             if not entry:
                 continue
             meta, _, name = entry.partition(b"\t")
             parts = meta.split()
-            if len(parts) < 4 or parts[1] != b"blob" or parts[0] not in (b"100644", b"100755"):
+            if len(parts) < 4:
+                continue
+            if parts[0] == b"120000":
+                self.skipped[SKIP_SYMLINK] += 1
+                continue
+            if parts[0] == b"160000" or parts[1] == b"commit":
+                self.skipped[SKIP_SUBMODULE] += 1
+                continue
+            if parts[1] != b"blob" or parts[0] not in _GIT_FILE_MODES:
+                self.skipped[SKIP_SPECIAL] += 1
                 continue
             path = name.decode("utf-8", "surrogateescape")
-            if path.startswith("/") or ".." in path.split("/"):
+            if unsafe_path(path):
+                self.skipped[SKIP_UNSAFE_PATH] += 1
                 continue
             size = int(parts[3]) if parts[3].isdigit() else 0
             out.append(SourceFile(path, size))

@@ -46,6 +46,9 @@ SKIP_MINIFIED = "minified"
 SKIP_PARSE_ERROR = "parse_error"
 SKIP_TIMEOUT = "timeout"
 SKIP_UNREADABLE = "unreadable"
+SKIP_LFS_POINTER = "lfs_pointer"  # the content lives in Git LFS; the pointer is no code
+
+LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/"
 
 HUGE_LINE_FACTOR = 10  # one line this many times max_line_chars is a bundled blob, not source
 ROOT_DIR = "."
@@ -95,6 +98,14 @@ def build_graph(
     return cg
 
 
+def count_source_files(source: SourceTree, settings: EngineSettings) -> int:
+    """How many files :func:`build_graph` would parse: supported, not excluded, not above
+    the size cap. Lists the tree only (no content), so a caller can refuse a repository
+    too large to index before paying for it."""
+    plan, _ = _plan(source, settings, ParseStats())
+    return len(plan)
+
+
 # -- planning ---------------------------------------------------------------------------
 
 
@@ -103,6 +114,7 @@ def _plan(
 ) -> tuple[list[_Planned], int]:
     """Supported files that pass the exclusions and the size cap, sorted by path."""
     listing = source.files()
+    stats.skipped.update(getattr(source, "skipped", {}))  # symlinks, submodules, unsafe paths
     headers_are_cpp = has_cpp_sources([f.path for f in listing])
     excludes = GlobSet(settings.exclusion_globs())
     includes = GlobSet(settings.include)
@@ -156,9 +168,11 @@ def _parse_all(
 
 
 def content_skip_reason(data: bytes, max_line_chars: int) -> str | None:
-    """Why a file's content is not worth parsing (binary, minified), or None."""
+    """Why a file's content is not worth parsing (binary, minified, LFS pointer), or None."""
     if b"\0" in data:
         return SKIP_BINARY
+    if data.startswith(LFS_POINTER_PREFIX):
+        return SKIP_LFS_POINTER
     lines = data.count(b"\n") + 1
     if len(data) / lines > max_line_chars:
         return SKIP_MINIFIED
@@ -295,4 +309,11 @@ def _attrs(
     }
 
 
-__all__ = ["CodeGraph", "NodeInfo", "ParseStats", "build_graph", "content_skip_reason"]
+__all__ = [
+    "CodeGraph",
+    "NodeInfo",
+    "ParseStats",
+    "build_graph",
+    "content_skip_reason",
+    "count_source_files",
+]

@@ -38,6 +38,7 @@ def test_public_api() -> None:
         "NodeInfo",
         "ParseStats",
         "build_graph",
+        "count_source_files",
         "language_names",
     }
     assert all(hasattr(graph_pkg, name) for name in graph_pkg.__all__)
