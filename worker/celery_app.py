@@ -1,9 +1,13 @@
 """The Celery application (``celery -A worker.celery_app worker``), Redis as broker.
 
-Reliability: a task is acknowledged only when it ends (``acks_late``) and is requeued if
-its worker process dies (``reject_on_worker_lost``; ``pipeline`` caps how often one
-message may start). Redis's visibility timeout exceeds the hard time limit, so a task
-still running is never handed to a second worker. Each process takes one task at a time.
+Reliability: a task is acknowledged only when it ends (``acks_late``). If its pool process
+dies, the worker requeues it at once (``reject_on_worker_lost``); if the whole worker
+dies (SIGKILL, a lost machine), Redis still holds it as unacknowledged and a surviving
+worker restores it once ``visibility_timeout`` has passed. ``tasks.first_starts`` caps how
+often one message may start. The visibility timeout exceeds the hard time limit and the
+longest retry or deferral countdown, so a task still running is never handed to a second
+worker. Each process takes one task at a time. None of this survives Redis losing its data:
+run Redis with ``appendonly yes`` (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -32,7 +36,12 @@ def make_celery(settings: AppSettings) -> Celery:
         worker_prefetch_multiplier=1,
         task_soft_time_limit=settings.task_soft_time_limit_s,
         task_time_limit=settings.task_time_limit_s,
-        broker_transport_options={"visibility_timeout": settings.visibility_timeout_s},
+        broker_transport_options={
+            "visibility_timeout": settings.visibility_timeout_s,
+            # look for messages of dead workers every interval (kombu's default is 10 s x 10)
+            "unacked_restore_interval": settings.broker_restore_interval_s,
+            "unacked_restore_throttle": 1,
+        },
         broker_connection_timeout=BROKER_CONNECT_TIMEOUT_S,
         broker_connection_retry_on_startup=True,
         task_default_queue=QUEUE,

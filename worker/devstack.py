@@ -1,9 +1,13 @@
 """The whole app on loopback, for the replay command and the end-to-end tests.
 
 Real parts: a ``redis-server`` of its own (or a given Redis), the bot served by uvicorn
-(subprocess), a Celery worker (subprocess), and the fake GitHub API (in this process, so
-its recorded state can be read directly). Repositories are fetched from local git paths.
-A fresh RSA key plays the app's private key; the fake checks JWTs against it.
+(subprocess), one or more Celery workers (subprocesses), and the fake GitHub API (in this
+process, so its recorded state can be read directly). Repositories are fetched from local
+git paths. A fresh RSA key plays the app's private key; the fake checks JWTs against it.
+
+For fault tests the stack can kill a worker (its pool process, or all of it), start it
+again, and kill and restart its Redis on the same port and data directory (with
+``persistent=True`` Redis keeps an append-only file, fsynced on every write).
 """
 
 from __future__ import annotations
@@ -65,39 +69,63 @@ def app_key_pair() -> tuple[str, str]:
 
 
 class RedisServer:
-    """A private ``redis-server`` on a free loopback port, without persistence."""
+    """A private ``redis-server`` on a free loopback port.
 
-    def __init__(self, data_dir: Path) -> None:
+    Without ``persistent`` it keeps nothing on disk. With it, it runs as docs/reliability.md
+    asks of a production Redis: an append-only file fsynced on every write, and no eviction.
+    """
+
+    def __init__(self, data_dir: Path, *, persistent: bool = False) -> None:
         self.data_dir = Path(data_dir)
+        self.persistent = persistent
         self.url = ""
+        self.port = 0
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> RedisServer:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.start()
+        return self
+
+    def argv(self) -> list[str]:
+        """The command line (persistence settings included)."""
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed: pass a Redis URL instead")
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        self._proc = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.data_dir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )
-        self.url = f"redis://127.0.0.1:{port}/0"
+        durable = (["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
+                   if self.persistent else ["--save", "", "--appendonly", "no"])
+        return [binary, "--port", str(self.port), "--bind", "127.0.0.1", *durable,
+                "--maxmemory-policy", "noeviction", "--dir", str(self.data_dir)]
+
+    def start(self) -> None:
+        """Start (again) on the same port and data directory; wait until it answers."""
+        log = open(self.data_dir / "redis.log", "ab")  # noqa: SIM115 - owned by the process
+        self._proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+        log.close()
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + START_TIMEOUT_S
         try:
             while True:
                 try:
                     client.ping()
-                    return self
-                except redis.ConnectionError:
+                    return
+                except (redis.ConnectionError, redis.BusyLoadingError):
                     if self._proc.poll() is not None or time.monotonic() > deadline:
                         self.__exit__()
                         raise RuntimeError("redis-server did not start") from None
                     time.sleep(0.05)
         finally:
             client.close()
+
+    def kill(self) -> None:
+        """SIGKILL it, as a crash would: nothing is flushed on the way out."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait(timeout=10)
+        self._proc = None
 
     def __exit__(self, *exc: object) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -120,6 +148,9 @@ class DevStack:
     cache_dir: Path | None = None  # default: <workdir>/cache
     env: Mapping[str, str] = field(default_factory=dict)  # extra SPIDER_* for bot and worker
     worker_concurrency: int = 1
+    workers: int = 1  # worker processes ("worker", "worker2", ...), each with its own log
+    persistent_redis: bool = False  # the private Redis keeps an fsynced append-only file
+    token_style: str = "ghs"  # the fake's installation tokens: "ghs" or "v1" (see FakeGitHub)
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir).resolve()
@@ -127,10 +158,22 @@ class DevStack:
         self.secret = secrets.token_hex(20)
         private, public = app_key_pair()
         self._private_key = private
-        self.fake = FakeGitHub(app_id=APP_ID, public_key_pem=public, installation_id=INSTALLATION_ID)
+        self.fake = FakeGitHub(app_id=APP_ID, public_key_pem=public,
+                               installation_id=INSTALLATION_ID, token_style=self.token_style)
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._stack = contextlib.ExitStack()
+        self.redis_server: RedisServer | None = None
         self.bot_url = ""
+
+    @property
+    def worker_names(self) -> list[str]:
+        """Names of the worker processes (and of their logs, ``<name>.log``)."""
+        return ["worker" if i == 0 else f"worker{i + 1}" for i in range(self.workers)]
+
+    @property
+    def private_key(self) -> str:
+        """The app's private key the processes were given (tests look for it in logs)."""
+        return self._private_key
 
     # --- lifecycle ---
 
@@ -169,15 +212,50 @@ class DevStack:
                             str(sock.fileno()), "--log-level", "warning", "--no-access-log"],
                     pass_fds=(sock.fileno(),))
         sock.close()
-        self._spawn("worker", [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
-                               "--pool", "prefork", "--concurrency", str(self.worker_concurrency),
-                               "--without-gossip", "--without-mingle", "--without-heartbeat",
-                               "--loglevel", "INFO", "--hostname", f"dev-{uuid.uuid4().hex[:6]}@%h"])
+        for name in self.worker_names:
+            self.start_worker(name)
         self._wait_http(self.bot_url + "/healthz", "bot")
 
+    def start_worker(self, name: str = "worker") -> None:
+        """Start (or start again) the worker process ``name``."""
+        self._spawn(name, [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
+                           "--pool", "prefork", "--concurrency", str(self.worker_concurrency),
+                           "--without-gossip", "--without-mingle", "--without-heartbeat",
+                           "--loglevel", "INFO", "--hostname", f"{name}-{uuid.uuid4().hex[:6]}@%h"])
+
+    def kill_worker(self, name: str = "worker", *, pool_only: bool = False) -> list[int]:
+        """SIGKILL a worker: all of it (as a lost machine), or only its pool processes (as the
+        out-of-memory killer would). Returns the pids killed."""
+        proc = self._procs[name]
+        if pool_only:
+            pids = _children(proc.pid)
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            return pids
+        self._procs.pop(name)
+        pids = [proc.pid, *_children(proc.pid)]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        return pids
+
+    def stop_worker(self, name: str = "worker") -> None:
+        """Stop a worker gracefully (SIGTERM: it finishes its task first)."""
+        self._stop(name)
+
+    def restart_redis(self, down_s: float = 1.0) -> None:
+        """SIGKILL the stack's Redis and start it again after ``down_s`` seconds."""
+        if self.redis_server is None:
+            raise RuntimeError("the stack does not own its Redis")
+        self.redis_server.kill()
+        time.sleep(down_s)
+        self.redis_server.start()
+
     def _start_redis(self) -> str:
-        server = self._stack.enter_context(RedisServer(self.workdir / "redis"))
-        return server.url
+        self.redis_server = self._stack.enter_context(
+            RedisServer(self.workdir / "redis", persistent=self.persistent_redis))
+        return self.redis_server.url
 
     def _spawn(self, name: str, argv: list[str], pass_fds: tuple[int, ...] = ()) -> None:
         log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - closed in close()
@@ -201,20 +279,23 @@ class DevStack:
             time.sleep(0.1)
         raise RuntimeError(f"{name} did not answer {url}:\n{self.log_tail(name)}")
 
-    def close(self) -> None:
-        """Stop the worker, the bot and Redis (gracefully, then firmly) and the fake."""
-        for name in ("worker", "bot"):
-            proc = self._procs.pop(name, None)
-            if proc is None or proc.poll() is not None:
-                continue
+    def _stop(self, name: str) -> None:
+        proc = self._procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=5)
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+    def close(self) -> None:
+        """Stop the workers, the bot and Redis (gracefully, then firmly) and the fake."""
+        for name in [n for n in self._procs if n != "bot"] + ["bot"]:
+            self._stop(name)
         self._stack.close()
 
     def log_tail(self, name: str, chars: int = 4000) -> str:
@@ -251,7 +332,8 @@ class DevStack:
             deadline = time.monotonic() + timeout
             res = app.AsyncResult(task_id)
             while not res.ready():
-                self._check_alive("worker")
+                for name in self._procs:
+                    self._check_alive(name)
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"task {task_id} not done in {timeout:.0f} s "
                                        f"(state {res.state}):\n{self.log_tail('worker')}")
@@ -266,4 +348,23 @@ class DevStack:
     def redis_client(self) -> redis.Redis:
         """A client of the stack's Redis."""
         return redis.Redis.from_url(self.redis_url or "")
+
+    def log_records(self, name: str) -> list[dict[str, Any]]:
+        """The JSON lines of a component's log (other lines are left out)."""
+        path = self.workdir / f"{name}.log"
+        records = []
+        for line in (path.read_text(errors="replace") if path.exists() else "").splitlines():
+            if line.startswith("{"):
+                with contextlib.suppress(ValueError):
+                    records.append(json.loads(line))
+        return records
+
+
+def _children(pid: int) -> list[int]:
+    """Direct child processes of ``pid`` (Linux /proc)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            out.extend(int(c) for c in task.read_text().split())
+    return out
 

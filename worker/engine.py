@@ -14,7 +14,9 @@ from worker.mirror import Checkout
 
 
 class Engine(Protocol):
-    """Index a snapshot; locate an issue in an index."""
+    """Count a snapshot's source files; index it; locate an issue in an index."""
+
+    def source_files(self, checkout: Checkout, settings: EngineSettings) -> int: ...
 
     def index(self, checkout: Checkout, settings: EngineSettings) -> Any: ...
 
@@ -23,6 +25,13 @@ class Engine(Protocol):
 
 class SpiderEngine:
     """The SpIDER engine of ``spider/`` (graph and embeddings cached under the cache dir)."""
+
+    def source_files(self, checkout: Checkout, settings: EngineSettings) -> int:
+        """How many files indexing would parse (a listing only: cheap even when huge)."""
+        from spider.graph import count_source_files
+        from spider.source import GitSource
+
+        return count_source_files(GitSource(checkout.git_dir, checkout.sha), settings)
 
     def index(self, checkout: Checkout, settings: EngineSettings) -> Any:
         """Build (or load from cache) the index of the checked-out commit."""

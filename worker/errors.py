@@ -6,8 +6,10 @@ The tree::
     ├── TransientError              retry the task later, with backoff
     │   ├── GitHubUnavailable       GitHub answered 5xx, timed out or was unreachable
     │   ├── RateLimited             GitHub asked us to wait (``retry_after`` seconds)
-    │   ├── Busy                    another job holds the issue's or repository's lock
-    │   └── FetchFailed             git fetch failed in a way that may pass (network)
+    │   ├── FetchFailed             git fetch failed in a way that may pass (network)
+    │   └── NotYourTurn             others hold what the job needs: wait, no failure counted
+    │       ├── Busy                another job holds the issue's or repository's lock
+    │       └── Throttled           the installation or repository runs its maximum of jobs
     └── PermanentError              retrying will not help: log, and end the job
         ├── GitHubRefused           GitHub answered 4xx (gone, forbidden, invalid)
         ├── RepositoryTooLarge      the repository exceeds SPIDER_MAX_REPO_KB
@@ -45,12 +47,22 @@ class RateLimited(TransientError):
         self.retry_after = retry_after
 
 
-class Busy(TransientError):
+class NotYourTurn(TransientError):
+    """The job must wait for other jobs; waiting is not a failure (no retry is used up)."""
+
+
+class Busy(NotYourTurn):
     """Another job holds a lock this job needs."""
+
+
+class Throttled(NotYourTurn):
+    """The installation or the repository already runs as many jobs as it may."""
 
 
 class FetchFailed(TransientError):
     """``git fetch`` failed (network, remote hiccup)."""
+
+    refused_by_fsck = False  # set when git's fsck refused an object: that is permanent
 
 
 class PermanentError(WorkerError):
@@ -66,7 +78,12 @@ class GitHubRefused(PermanentError):
 
 
 class RepositoryTooLarge(PermanentError):
-    """The repository is larger than SPIDER_MAX_REPO_KB."""
+    """The repository is larger than SPIDER_MAX_REPO_KB (the job says so in its comment)."""
+
+    def __init__(self, message: str, size_kb: int, limit_kb: int) -> None:
+        super().__init__(message)
+        self.size_kb = size_kb
+        self.limit_kb = limit_kb
 
 
 class UnsafeRepository(PermanentError):

@@ -3,13 +3,16 @@
 It implements what the worker calls (installation token, repository, contents, issue,
 comments list/get/create/update) with GitHub-shaped bodies that githubkit's models
 validate, checks the app's JWT against its public key and the installation token on
-every other call, records every request, and can inject failures (a 500, a 403 secondary
-rate limit with ``retry-after``) for the next matching requests. File contents are read
+every other call, records every request (and every credential it was shown), and can
+inject failures for the next matching requests: any status with any headers (a 500, a 403
+secondary rate limit with ``retry-after``, a 429 without one), a delay longer than the
+client's timeout, or a real answer that is lost on the way back. File contents are read
 from the local git repository registered for each repository.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import re
@@ -54,6 +57,7 @@ class FakeRepo:
     path: Path
     default_branch: str
     id: int
+    size_kb: int | None = None  # what GitHub reports; None: the packed size of the origin
 
 
 @dataclass
@@ -94,11 +98,12 @@ class Injection:
 
     method: str
     path: re.Pattern[str]
-    status: int
+    status: int | None  # None: the real answer (after ``delay_s``)
     headers: dict[str, str]
     body: dict[str, Any]
     times: int
     apply: bool  # run the real handler first (the change happens, the answer is lost)
+    delay_s: float = 0.0  # wait this long before answering (past the client's timeout)
 
 
 @dataclass(frozen=True)
@@ -115,10 +120,14 @@ class FakeGitHub:
     """State and FastAPI app of the fake API. Thread-safe; run it with :meth:`serve`."""
 
     def __init__(self, *, app_id: int, public_key_pem: str, installation_id: int = 1,
-                 app_slug: str = "spider-bot") -> None:
+                 app_slug: str = "spider-bot", token_style: str = "ghs") -> None:
         self.app_id = app_id
         self.installation_id = installation_id
         self.app_slug = app_slug
+        # "ghs": today's ghs_... tokens; "v1": GitHub Enterprise's older v1.<40 hex> ones,
+        # which no pattern can recognise in a log line (only not logging them helps)
+        self.token_style = token_style
+        self.credentials: set[str] = set()  # every Authorization header value it was shown
         self._public_key = public_key_pem
         self._lock = threading.RLock()
         self.repos: dict[str, FakeRepo] = {}
@@ -159,14 +168,20 @@ class FakeGitHub:
             self.comments[comment.id] = comment
             return comment
 
-    def inject(self, method: str, path_pattern: str, status: int, *, times: int = 1,
+    def inject(self, method: str, path_pattern: str, status: int | None, *, times: int = 1,
                headers: dict[str, str] | None = None, body: dict[str, Any] | None = None,
-               apply: bool = False) -> None:
-        """Fail the next ``times`` matching requests with ``status``."""
+               apply: bool = False, delay_s: float = 0.0) -> None:
+        """Answer the next ``times`` matching requests with ``status`` (None: the real
+        answer), after ``delay_s`` seconds."""
         with self._lock:
             self._injections.append(Injection(
                 method.upper(), re.compile(path_pattern), status, headers or {},
-                body or {"message": f"injected {status}"}, times, apply))
+                body or {"message": f"injected {status}"}, times, apply, delay_s))
+
+    def minted_tokens(self) -> list[str]:
+        """Every installation token the fake has handed out."""
+        with self._lock:
+            return list(self._tokens)
 
     def comments_on(self, repo: str, issue: int) -> list[FakeComment]:
         """The comments of an issue, oldest first."""
@@ -216,7 +231,7 @@ class FakeGitHub:
     def _repo_json(self, repo: FakeRepo) -> dict[str, Any]:
         owner, name = repo.full_name.split("/")
         api = f"{self.base_url}/repos/{repo.full_name}"
-        size_kb = sum(f.stat().st_size for f in repo.path.rglob("*") if f.is_file()) // 1024
+        size_kb = repo.size_kb if repo.size_kb is not None else _packed_kb(repo.path)
         body: dict[str, Any] = {
             "id": repo.id, "node_id": f"R_{repo.id}", "name": name, "full_name": repo.full_name,
             "owner": self._user(owner, "Organization"), "private": False,
@@ -286,7 +301,10 @@ class FakeGitHub:
                 return JSONResponse({"message": "A JSON web token could not be decoded"}, 401)
             if installation_id != self.installation_id:
                 return not_found()
-            token = "ghs_" + secrets.token_urlsafe(27).replace("-", "a").replace("_", "b")
+            if self.token_style == "v1":
+                token = "v1." + secrets.token_hex(20)
+            else:
+                token = "ghs_" + secrets.token_urlsafe(27).replace("-", "a").replace("_", "b")
             expires = datetime.now(UTC) + TOKEN_TTL
             with self._lock:
                 self._tokens[token] = expires.timestamp()
@@ -434,7 +452,15 @@ class _Recorder(BaseHTTPMiddleware):
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         method, path = request.method, request.url.path
+        auth = request.headers.get("authorization")
+        if auth:
+            with self.fake._lock:
+                self.fake.credentials.add(auth)
         inj = self.fake.take_injection(method, path)
+        if inj is not None and inj.delay_s:
+            await asyncio.sleep(inj.delay_s)
+        if inj is not None and inj.status is None:
+            inj = None  # a delay only: the real answer follows
         response: Response
         if inj is not None and not inj.apply:
             response = JSONResponse(inj.body, inj.status, headers=inj.headers)
@@ -449,6 +475,13 @@ class _Recorder(BaseHTTPMiddleware):
         with self.fake._lock:
             self.fake.calls.append(Call(method, path, response.status_code, time.time()))
         return response
+
+
+def _packed_kb(path: Path) -> int:
+    """The repository's size as GitHub measures it, roughly: its objects, in KB."""
+    out = _git(path, "count-objects", "-v")
+    sizes = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+    return int(sizes.get("size-pack", "0")) + int(sizes.get("size", "0"))
 
 
 def _git(path: Path, *args: str) -> str:

@@ -11,14 +11,17 @@ app's private key) until shortly before they expire, shared by every worker proc
 from __future__ import annotations
 
 import base64
+import email.utils
 import hashlib
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import httpx
 import redis
 from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
@@ -35,6 +38,7 @@ from githubkit.versions.latest.models import (
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from worker.errors import GitHubRefused, GitHubUnavailable, RateLimited, TransientError
+from worker.metrics import RECORDER
 from worker.settings import AppSettings
 
 log = logging.getLogger(__name__)
@@ -46,6 +50,7 @@ MAX_COMMENT_PAGES = 50  # 5000 comments: past that the issue is not one to triag
 MAX_CONFIG_BYTES = 64 * 1024  # a settings file; anything bigger is a mistake
 RATE_LIMIT_JITTER_S = 1.0  # spread workers that were told the same reset time
 TOKEN_KEY_PREFIX = "spider:ghtoken:"
+DEFAULT_RATE_LIMIT_WAIT_S = 60.0  # GitHub's advice when a limit comes without a wait
 
 
 class TokenRejected(TransientError):
@@ -65,8 +70,8 @@ def _translate(exc: Exception) -> Exception:
             return GitHubUnavailable(what)
         if status == 401:
             return TokenRejected(what)
-        if status in (403, 429) and "rate limit" in exc.response.text.lower():
-            return RateLimited(what, 60.0)  # a limit without headers: GitHub's advice is 1 min
+        if status == 429 or (status == 403 and "rate limit" in exc.response.text.lower()):
+            return RateLimited(what, DEFAULT_RATE_LIMIT_WAIT_S)  # a limit without a wait
         return GitHubRefused(what, status)
     if isinstance(exc, RequestError):
         return GitHubUnavailable(f"GitHub unreachable: {type(exc.exc).__name__}")
@@ -122,6 +127,37 @@ class RetryPolicy:
         return retrying(attempt)
 
 
+def retry_after_seconds(value: str, now: float | None = None) -> str:
+    """``retry-after`` as whole seconds: GitHub sends seconds, but HTTP also allows a date
+    (and githubkit reads it with ``int()``); anything unreadable means GitHub's one minute."""
+    value = value.strip()
+    if value.isdigit():
+        return value
+    try:
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return str(int(DEFAULT_RATE_LIMIT_WAIT_S))
+    return str(max(0, math.ceil(when - (time.time() if now is None else now))))
+
+
+class MeteredTransport(httpx.HTTPTransport):
+    """Counts every GitHub call by status for ``/metrics`` and makes ``retry-after`` readable."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = super().handle_request(request)
+        except httpx.TimeoutException:
+            RECORDER.count("spider_github_calls", "timeout")
+            raise
+        except httpx.TransportError:
+            RECORDER.count("spider_github_calls", "error")
+            raise
+        RECORDER.count("spider_github_calls", str(response.status_code))
+        if "retry-after" in response.headers:
+            response.headers["retry-after"] = retry_after_seconds(response.headers["retry-after"])
+        return response
+
+
 def _github(settings: AppSettings, auth: Any) -> GitHub[Any]:
     return GitHub(
         auth,
@@ -133,6 +169,7 @@ def _github(settings: AppSettings, auth: Any) -> GitHub[Any]:
         # signed with another key (tests, key rotation) must never be reused
         auto_retry=False,  # RetryPolicy decides
         trust_env=False,
+        transport=MeteredTransport(),
     )
 
 

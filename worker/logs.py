@@ -54,7 +54,7 @@ class JsonFormatter(logging.Formatter):
                 doc[key] = value
         if record.exc_info:
             doc["exc"] = self.formatException(record.exc_info)
-        return redact(json.dumps(doc, default=str, ensure_ascii=False))
+        return redact(_sendable(json.dumps(doc, default=str, ensure_ascii=False)))
 
 
 class TextFormatter(logging.Formatter):
@@ -71,7 +71,12 @@ class TextFormatter(logging.Formatter):
             line += f" [{extra}]"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
-        return redact(line)
+        return redact(_sendable(line))
+
+
+def _sendable(text: str) -> str:
+    """Lone surrogates (a file name that is not UTF-8) written as escapes, not an error."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def configure(level: str = "INFO", *, json_lines: bool = True) -> None:

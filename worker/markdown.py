@@ -19,6 +19,8 @@ Markdown = NewType("Markdown", str)  # text already safe to place in the comment
 ZWSP = "\u200b"  # a zero-width space breaks mentions, references and autolinks invisibly
 MAX_CODE_CHARS = 200  # long identifiers are cut: the link beside them carries the full path
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_NOT_ESCAPED_BYTE = re.compile(r"[\ud800-\udc7f\udd00-\udfff]")  # not from surrogateescape
 _CODE_SPAN = re.compile(r"(`[^`\n]*`)")
 # Inline text never starts a line here, so list and heading markers (-, +, #) stay as-is.
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()!|~])")
@@ -31,9 +33,19 @@ _TRIGGERS = (
 )
 
 
+def printable(value: object) -> str:
+    """``value`` as text that can be sent: bytes a repository path held that were not
+    UTF-8 (kept as lone surrogates by ``surrogateescape``) become U+FFFD."""
+    text = str(value)
+    if _SURROGATE.search(text):
+        text = _NOT_ESCAPED_BYTE.sub("\ufffd", text)
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text
+
+
 def code(value: object, *, limit: int = MAX_CODE_CHARS) -> Markdown:
     """A code span showing ``value`` literally, on one line, at most ``limit`` characters."""
-    text = _CONTROL.sub(" ", str(value)).strip()
+    text = _CONTROL.sub(" ", printable(value)).strip()
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
@@ -44,7 +56,7 @@ def code(value: object, *, limit: int = MAX_CODE_CHARS) -> Markdown:
 
 def plain(value: object) -> Markdown:
     """Prose with Markdown, HTML, mentions, references and autolinks neutralised."""
-    text = _CONTROL.sub(" ", str(value))
+    text = _CONTROL.sub(" ", printable(value))
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     for pattern, replacement in _TRIGGERS:
@@ -54,7 +66,7 @@ def plain(value: object) -> Markdown:
 
 def inline(value: object) -> Markdown:
     """Like :func:`plain`, but single-backtick code spans in ``value`` are kept as code."""
-    parts = _CODE_SPAN.split(_CONTROL.sub(" ", str(value)))
+    parts = _CODE_SPAN.split(_CONTROL.sub(" ", printable(value)))
     return Markdown(
         "".join(part if _CODE_SPAN.fullmatch(part) else plain(part) for part in parts)
     )

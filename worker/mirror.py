@@ -40,6 +40,8 @@ _SAFE_CONFIG = (
     "http.followRedirects=false",  # the auth header must not follow a redirect elsewhere
     "transfer.fsckObjects=true",
 )
+# git's fsck names the broken rule ("hasDotdot", "badTree", ...): such objects never change.
+_FSCK_ERROR = re.compile(r"fsck error|error: object [0-9a-f]+: [A-Za-z]+:")
 _BRANCH = re.compile(r"^(?!.*\.\.)(?!.*//)(?!/)[A-Za-z0-9._/-]{1,200}(?<![./])$")
 
 
@@ -97,13 +99,19 @@ class Mirrors:
             }
         source = Path(url).resolve().as_uri() if local else url  # file:// so --depth applies
         ref = f"refs/heads/{branch}"
-        self._git(
-            ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--depth=1",
-             "--force", source, f"+{ref}:{ref}"],
-            git_dir,
-            extra_env=extra_env,
-            allow_file=local,
-        )
+        try:
+            self._git(
+                ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--depth=1",
+                 "--force", source, f"+{ref}:{ref}"],
+                git_dir,
+                extra_env=extra_env,
+                allow_file=local,
+            )
+        except FetchFailed as exc:
+            _remove_partial_packs(git_dir)
+            if exc.refused_by_fsck:
+                raise UnsafeRepository(f"{repo}: git refused its objects ({exc})") from exc
+            raise
         sha = self._git(["rev-parse", "--verify", f"{ref}^{{commit}}"], git_dir).strip()
         self._check_size(repo, git_dir)
         log.info("mirror fetched", extra={"repo": repo, "branch": branch, "sha": sha})
@@ -115,7 +123,8 @@ class Mirrors:
         kb = int(sizes.get("size-pack", "0")) + int(sizes.get("size", "0"))
         if kb > self._settings.max_repo_kb:
             shutil.rmtree(git_dir, ignore_errors=True)
-            raise RepositoryTooLarge(f"{repo} is {kb} KB, above {self._settings.max_repo_kb} KB")
+            raise RepositoryTooLarge(f"{repo} is {kb} KB, above {self._settings.max_repo_kb} KB",
+                                     kb, self._settings.max_repo_kb)
 
     def _git(self, args: list[str], cwd: Path, *, extra_env: dict[str, str] | None = None,
              allow_file: bool = False) -> str:
@@ -135,8 +144,20 @@ class Mirrors:
             raise FetchFailed(f"git {args[0]} could not run: {exc.strerror}") from exc
         if proc.returncode != 0:
             lines = proc.stderr.strip().splitlines()
-            raise FetchFailed(f"git {args[0]} failed: {lines[-1] if lines else proc.returncode}")
+            fsck = next((ln for ln in lines if _FSCK_ERROR.search(ln)), None)
+            err = FetchFailed(f"git {args[0]} failed: {fsck or (lines[-1] if lines else proc.returncode)}")
+            err.refused_by_fsck = fsck is not None
+            raise err
         return proc.stdout
+
+
+def _remove_partial_packs(git_dir: Path) -> None:
+    """Delete what a failed fetch leaves behind, so failures cannot fill the disk."""
+    for tmp in [*git_dir.glob("objects/pack/tmp_*"), *git_dir.glob("objects/incoming-*")]:
+        if tmp.is_dir():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
 
 
 def _remove_stale_locks(git_dir: Path) -> None:

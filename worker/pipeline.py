@@ -24,17 +24,18 @@ from worker.engine import Engine
 from worker.errors import GitHubRefused, RepositoryTooLarge
 from worker.github import GitHubClient, RetryPolicy
 from worker.jobs import IssueJob, comment_id_of
+from worker.metrics import RECORDER
 from worker.mirror import Mirrors
-from worker.render import MARKER, build_view, render
+from worker.render import MARKER, build_too_large_view, build_view, render
 from worker.repo_config import CONFIG_PATH, LoadedConfig, RepoConfig, parse_config
 from worker.settings import AppSettings
 
 log = logging.getLogger(__name__)
 
-ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue retries later rather than queue here
-LOCK_TTL_MARGIN_S = 60  # locks outlive the hard time limit by this, then free themselves
+ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue waits its turn later, not here
+MAX_TITLE_CHARS = 256  # GitHub's own limit on issue titles
 
-Status = Literal["created", "updated", "unchanged", "skipped", "failed"]
+Status = Literal["created", "updated", "unchanged", "skipped", "too_large", "failed"]
 
 
 @dataclass
@@ -72,13 +73,19 @@ class Deps:
 
 
 def run_job(job: IssueJob, deps: Deps) -> Outcome:
-    """Run one job under the issue's lock; Skip becomes a ``skipped`` outcome."""
+    """Run one job in a slot of its installation and of its repository, under the issue's
+    lock. Skip becomes a ``skipped`` outcome; a slot or lock held by others raises
+    NotYourTurn (Throttled, Busy) and nothing has happened yet."""
     s = deps.settings
-    ttl = s.task_time_limit_s + LOCK_TTL_MARGIN_S
+    ttl = s.lease_ttl_s
     started = time.perf_counter()
     try:
-        with locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
-                        ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
+        with locks.slot(deps.redis, locks.installation_slots_name(job.installation_id),
+                        limit=s.max_jobs_per_installation, ttl_s=ttl), \
+                locks.slot(deps.redis, locks.repo_slots_name(job.repo),
+                           limit=s.max_jobs_per_repo, ttl_s=ttl), \
+                locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
+                           ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
             outcome = _run(job, deps, started)
     except Skip as skip:
         log.info("job skipped", extra={"reason": str(skip)})
@@ -96,8 +103,6 @@ def _run(job: IssueJob, deps: Deps, started: float) -> Outcome:
         repo = gh.repository(owner, name)
         if repo.archived:
             raise Skip("the repository is archived")
-        if repo.size > s.max_repo_kb:
-            raise RepositoryTooLarge(f"{job.repo} is {repo.size} KB, above {s.max_repo_kb} KB")
         issue = gh.issue(owner, name, job.issue_number)
         if issue.pull_request:
             raise Skip("pull request")
@@ -125,17 +130,39 @@ def _run(job: IssueJob, deps: Deps, started: float) -> Outcome:
             overrides.update(command.overrides())
             notes.extend(f"`/spider`: {p}." for p in command.problems)
         settings = s.model_copy(update=overrides)
+        body_text = issue.body or ""
+        if len(body_text) > s.max_issue_chars:  # before any model sees it (GitHub allows 65536)
+            body_text = body_text[: s.max_issue_chars]
+            notes.append(f"The issue is long: only its first {s.max_issue_chars} characters "
+                         "were read.")
 
-        with locks.held(deps.redis, locks.repo_lock_name(job.repo),
-                        ttl_s=s.task_time_limit_s + LOCK_TTL_MARGIN_S, wait_s=s.lock_wait_s):
-            t0 = time.perf_counter()
-            checkout = deps.mirrors.fetch(job.repo, repo.default_branch, gh.token)
-            t1 = time.perf_counter()
-            index = deps.engine.index(checkout, settings)
-            t2 = time.perf_counter()
-        loc = deps.engine.locate(index, Issue(issue.title, issue.body or ""), settings)
+        if repo.size > s.max_repo_kb:  # GitHub's own figure: nothing fetched yet
+            return _too_large(gh, deps, job, cfg.skip_label, size_kb=repo.size,
+                              limit_kb=s.max_repo_kb)
+        try:
+            with locks.held(deps.redis, locks.repo_lock_name(job.repo),
+                            ttl_s=s.lease_ttl_s, wait_s=s.lock_wait_s):
+                t0 = time.perf_counter()
+                checkout = deps.mirrors.fetch(job.repo, repo.default_branch, gh.token)
+                files = deps.engine.source_files(checkout, settings)
+                if files > s.max_source_files:
+                    raise _TooManyFiles(files)
+                t1 = time.perf_counter()
+                index = deps.engine.index(checkout, settings)
+                t2 = time.perf_counter()
+        except RepositoryTooLarge as exc:  # the fetched mirror is larger than GitHub said
+            return _too_large(gh, deps, job, cfg.skip_label, size_kb=exc.size_kb,
+                              limit_kb=exc.limit_kb)
+        except _TooManyFiles as exc:
+            return _too_large(gh, deps, job, cfg.skip_label, files=exc.files,
+                              limit_files=s.max_source_files)
+        loc = deps.engine.locate(index, Issue(issue.title[:MAX_TITLE_CHARS], body_text), settings)
+        t3 = time.perf_counter()
         timings.update(fetch=t1 - t0, index=t2 - t1)
-        timings["total"] = time.perf_counter() - started
+        timings["total"] = t3 - started
+        RECORDER.observe("spider_fetch_seconds", t1 - t0)
+        RECORDER.observe("spider_index_seconds", t2 - t1)
+        RECORDER.observe("spider_query_seconds", t3 - t2)
         view = build_view(
             loc,
             html_url=repo.html_url,
@@ -150,6 +177,25 @@ def _run(job: IssueJob, deps: Deps, started: float) -> Outcome:
         status, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
     return Outcome(status=status, comment_id=comment_id, sha=checkout.sha, body=body,
                    timings={k: round(v, 3) for k, v in timings.items()})
+
+
+class _TooManyFiles(Exception):
+    def __init__(self, files: int) -> None:
+        super().__init__(f"{files} source files")
+        self.files = files
+
+
+def _too_large(gh: GitHubClient, deps: Deps, job: IssueJob, skip_label: str,
+               **sizes: int) -> Outcome:
+    """Say politely, in the issue's one comment, that the repository is above a limit
+    (``size_kb``/``limit_kb`` or ``files``/``limit_files``); nothing is indexed."""
+    s = deps.settings
+    log.warning("repository too large", extra=sizes)
+    view = build_too_large_view(app_name=s.app_name, skip_label=skip_label, **sizes)
+    body = render(view, s.template_dir)
+    _, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
+    return Outcome(status="too_large", reason=", ".join(f"{k}={v}" for k, v in sizes.items()),
+                   comment_id=comment_id, body=body)
 
 
 def _load_config(gh: GitHubClient, owner: str, name: str, branch: str) -> LoadedConfig:

@@ -23,6 +23,7 @@ from worker.errors import RenderError
 from worker.markdown import Markdown, code, inline, plain
 
 TEMPLATE = "comment.md.j2"
+TOO_LARGE_TEMPLATE = "too_large.md.j2"
 MARKER = "<!-- spider-bot:localization -->"  # finds our one comment per issue
 MAX_COMMENT_CHARS = 65_536  # GitHub rejects longer comment bodies
 MAX_NAME_CHARS = 120  # link text; the permalink carries the full location
@@ -84,7 +85,11 @@ def permalink(html_url: str, sha: str, path: str, start: int, end: int) -> str:
     if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
         raise RenderError("a permalink needs the full commit id")
     anchor = f"#L{start}" if end <= start else f"#L{start}-L{end}"
-    return f"{html_url}/blob/{sha}/{quote(path, safe='/')}{anchor}"
+    try:
+        raw = path.encode("utf-8", "surrogateescape")  # a non-UTF-8 name: its bytes, escaped
+    except UnicodeEncodeError:
+        raw = path.encode("utf-8", "replace")
+    return f"{html_url}/blob/{sha}/{quote(raw, safe='/')}{anchor}"
 
 
 def hit_view(rank: int, hit: Hit, html_url: str, sha: str) -> HitView:
@@ -172,6 +177,41 @@ def build_view(
     )
 
 
+@dataclass(frozen=True)
+class TooLargeView:
+    """The polite comment on an issue of a repository above the size limit."""
+
+    marker: str
+    app_name: Markdown
+    what: Markdown  # "is 2.1 GB, above the 1.9 GB" / "has 30000 source files, above the 20000"
+    skip_label: Markdown
+
+
+def human_size(kb: int) -> str:
+    """Kilobytes (GitHub's unit for a repository's size) in words: ``2.1 GB``."""
+    value, unit = float(kb), "KB"
+    for bigger in ("MB", "GB", "TB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{value:.0f} {unit}" if unit == "KB" or value >= 100 else f"{value:.1f} {unit}"
+
+
+def build_too_large_view(*, app_name: str, skip_label: str, size_kb: int | None = None,
+                         limit_kb: int | None = None, files: int | None = None,
+                         limit_files: int | None = None) -> TooLargeView:
+    """The view of the comment that says the repository is too large to index: by size
+    (``size_kb``, ``limit_kb``) or by number of source files (``files``, ``limit_files``)."""
+    if size_kb is not None and limit_kb is not None:
+        what = f"is {human_size(size_kb)}, above the {human_size(limit_kb)}"
+    elif files is not None and limit_files is not None:
+        what = f"has {files} source files, above the {limit_files}"
+    else:
+        raise RenderError("a too-large comment needs a size or a file count, with its limit")
+    return TooLargeView(marker=MARKER, app_name=plain(app_name), what=plain(what),
+                        skip_label=code(skip_label))
+
+
 @lru_cache(maxsize=4)
 def _environment(template_dir: str) -> jinja2.Environment:
     return jinja2.Environment(
@@ -184,12 +224,13 @@ def _environment(template_dir: str) -> jinja2.Environment:
     )
 
 
-def render(view: CommentView, template_dir: Path) -> str:
+def render(view: CommentView | TooLargeView, template_dir: Path) -> str:
     """The comment's Markdown; RenderError if the template fails or the body is too long."""
+    template = TOO_LARGE_TEMPLATE if isinstance(view, TooLargeView) else TEMPLATE
     try:
-        body = _environment(str(template_dir)).get_template(TEMPLATE).render(view=view)
+        body = _environment(str(template_dir)).get_template(template).render(view=view)
     except jinja2.TemplateError as exc:
-        raise RenderError(f"{TEMPLATE}: {exc}") from exc
+        raise RenderError(f"{template}: {exc}") from exc
     if not body.startswith(MARKER):
         raise RenderError("the rendered comment must start with the marker")
     if len(body) > MAX_COMMENT_CHARS:

@@ -71,7 +71,12 @@ class AppSettings(EngineSettings):
         300, ge=0, description="an installation token is replaced this long before it expires"
     )
     max_repo_kb: int = Field(
-        2_000_000, ge=1, description="repositories above this size (GitHub's `size`) are skipped"
+        2_000_000, ge=1, description="repositories above this size (GitHub's `size`, then the "
+        "fetched mirror's) get a polite comment instead of a list"
+    )
+    max_source_files: int = Field(
+        20_000, ge=1, description="so do repositories with more source files to index than this "
+        "(on 2 cores MiniLM embeds ~30 functions/s: a bigger first index outlasts the time limit)"
     )
     git_timeout_s: int = Field(900, ge=10, description="one git fetch")
 
@@ -88,6 +93,32 @@ class AppSettings(EngineSettings):
     )
     lock_wait_s: float = Field(
         120.0, ge=0, description="how long a job waits for another job indexing the same repo"
+    )
+    lease_ttl_s: int = Field(
+        60, ge=2, description="locks and job slots of a dead worker free themselves after this "
+        "(a live holder renews them every third of it)"
+    )
+    broker_visibility_timeout_s: int | None = Field(
+        None, ge=2, description="Redis redelivers a message unacknowledged this long (a worker "
+        "that died); default: the hard time limit or the longest retry delay, plus a margin"
+    )
+    broker_restore_interval_s: int = Field(
+        60, ge=1, description="how often each worker looks for messages to redeliver"
+    )
+
+    # --- limits ---
+    max_jobs_per_installation: int = Field(
+        4, ge=1, description="jobs of one installation running at once (others wait their turn)"
+    )
+    max_jobs_per_repo: int = Field(
+        2, ge=1, description="jobs of one repository running at once (others wait their turn)"
+    )
+    defer_delay_s: float = Field(
+        10.0, ge=0, description="first wait of a job that found its slot or lock taken; grows 1.5x"
+    )
+    defer_delay_max_s: float = Field(300.0, ge=0, description="cap of one such wait")
+    max_deferrals: int = Field(
+        60, ge=0, description="waits for a slot or lock before the job gives up (hours at the cap)"
     )
 
     # --- rendering ---
@@ -107,10 +138,18 @@ class AppSettings(EngineSettings):
         return Path(self.cache_dir) / "mirrors"
 
     @property
+    def longest_wait_s(self) -> float:
+        """The longest a message may legitimately stay unacknowledged: a task running to its
+        hard limit, or a retry or deferral held by a worker until its countdown ends."""
+        return max(self.task_time_limit_s, self.retry_backoff_max_s, self.defer_delay_max_s * 2)
+
+    @property
     def visibility_timeout_s(self) -> int:
-        """Redis redelivers an unacknowledged task after this; it must exceed the hard limit
-        and the longest retry countdown, or a running task would be handed out twice."""
-        return int(max(self.task_time_limit_s, self.retry_backoff_max_s) + VISIBILITY_MARGIN_S)
+        """Redis redelivers an unacknowledged task after this; it must exceed
+        :attr:`longest_wait_s`, or a running task would be handed out twice."""
+        if self.broker_visibility_timeout_s is not None:
+            return self.broker_visibility_timeout_s
+        return int(self.longest_wait_s + VISIBILITY_MARGIN_S)
 
     def private_key_pem(self) -> str:
         """The app's private key, from the variable or the file; raise SettingsError if absent."""
@@ -148,6 +187,12 @@ class AppSettings(EngineSettings):
         self.private_key_pem()
         if self.task_soft_time_limit_s >= self.task_time_limit_s:
             raise SettingsError("the soft time limit must be below the hard time limit")
+        if self.visibility_timeout_s <= self.longest_wait_s:
+            raise SettingsError(
+                "SPIDER_BROKER_VISIBILITY_TIMEOUT_S must exceed the hard time limit, the longest "
+                f"retry delay and the longest deferral ({self.longest_wait_s:.0f} s), or a job "
+                "still running would be handed to a second worker"
+            )
         if self.selector == "anthropic" and self.anthropic_api_key is None:
             raise SettingsError("selector=anthropic needs SPIDER_ANTHROPIC_API_KEY")
         if "{owner}" not in self.git_url_template and not Path(self.git_url_template).is_absolute():

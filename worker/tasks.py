@@ -1,11 +1,17 @@
-"""The Celery task: ids in, an outcome out. Retries, attempt caps and logging live here;
-the work itself is ``worker.pipeline.run_job``.
+"""The Celery task: ids in, an outcome out. Retries, waits, attempt caps, metrics and
+logging live here; the work itself is ``worker.pipeline.run_job``.
+
+Two kinds of "later": a transient failure (GitHub 5xx, a timeout, a rate limit) is retried
+with exponential backoff at most ``max_retries`` times; a job that finds its installation's
+or repository's slots full, or its issue or repository locked, waits its turn
+(``deferrals``, growing delays, at most ``max_deferrals``) without using up a retry.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -16,9 +22,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from worker import logs
 from worker.celery_app import app
 from worker.engine import SpiderEngine
-from worker.errors import RateLimited, is_transient
+from worker.errors import NotYourTurn, RateLimited, is_transient
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
 from worker.jobs import TASK_NAME, IssueJob
+from worker.metrics import RECORDER
 from worker.mirror import Mirrors
 from worker.pipeline import Deps, Outcome, run_job
 from worker.settings import AppSettings, get_settings
@@ -73,35 +80,75 @@ def first_starts(client: redis.Redis, task_id: str, retries: int, cap: int) -> b
     return starts <= cap
 
 
-@app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True)
+def defer_delay(deferrals: int, settings: AppSettings) -> float:
+    """Seconds before a job that found its slot or lock taken looks again: growing by half
+    each time, capped, then spread over [d, 2d) so waiting jobs do not wake together."""
+    delay = min(settings.defer_delay_s * 1.5**deferrals, settings.defer_delay_max_s)
+    return delay + random.uniform(0, delay)
+
+
+@app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True,
+          max_retries=None)  # the limits are ours: failures and deferrals are counted apart
 def localize_issue(self: Task, installation_id: int, repo: str, issue_number: int,
-                   delivery_id: str, trigger: str) -> dict[str, Any]:
+                   delivery_id: str, trigger: str, deferrals: int = 0) -> dict[str, Any]:
     """Localize one issue and post or update its comment."""
     d = deps()
     settings = d.settings
     job = IssueJob(installation_id, repo, issue_number, delivery_id, trigger)
     retries = int(self.request.retries or 0)
+    failures = max(0, retries - deferrals)
+    started = time.perf_counter()
+    outcome = "failed"
     with logs.bind(delivery_id=delivery_id, repo=repo, issue=issue_number, trigger=trigger,
-                   attempt=retries + 1):
-        if not first_starts(d.redis, str(self.request.id), retries, settings.max_deliveries):
-            log.error("message dropped: its worker was lost too many times")
-            return Outcome(status="failed", reason="its worker was lost repeatedly").as_dict()
+                   attempt=failures + 1):
         try:
-            return run_job(job, d).as_dict()
-        except SoftTimeLimitExceeded as exc:
-            return _retry_or_fail(self, exc, retries, settings, transient=True)
-        except Exception as exc:
-            return _retry_or_fail(self, exc, retries, settings, transient=is_transient(exc))
+            if not first_starts(d.redis, str(self.request.id), retries, settings.max_deliveries):
+                log.error("message dropped: its worker was lost too many times")
+                return Outcome(status="failed", reason="its worker was lost repeatedly").as_dict()
+            try:
+                result = run_job(job, d)
+            except NotYourTurn as exc:
+                outcome = "deferred"  # unless _defer gives up and returns
+                given_up = _defer(self, exc, job, deferrals, settings)
+            except SoftTimeLimitExceeded as exc:
+                outcome = "retried"  # unless _retry_or_fail gives up and returns
+                given_up = _retry_or_fail(self, exc, failures, settings, transient=True)
+            except Exception as exc:
+                outcome = "retried"
+                given_up = _retry_or_fail(self, exc, failures, settings,
+                                          transient=is_transient(exc))
+            else:
+                outcome = result.status
+                return result.as_dict()
+            outcome = "failed"
+            return given_up
+        finally:
+            RECORDER.count("spider_jobs", outcome)
+            RECORDER.observe("spider_job_seconds", time.perf_counter() - started)
+            RECORDER.flush(d.redis)
 
 
-def _retry_or_fail(task: Task, exc: BaseException, retries: int, settings: AppSettings,
+def _defer(task: Task, exc: NotYourTurn, job: IssueJob, deferrals: int,
+           settings: AppSettings) -> dict[str, Any]:
+    if deferrals >= settings.max_deferrals:
+        log.error("job gave up waiting for its turn",
+                  extra={"error": str(exc), "deferrals": deferrals})
+        return Outcome(status="failed", reason=f"waited {deferrals} times: {exc}").as_dict()
+    delay = defer_delay(deferrals, settings)
+    log.info("job waits its turn", extra={"reason": str(exc), "in_s": round(delay, 1),
+                                          "deferrals": deferrals + 1})
+    raise task.retry(countdown=delay, kwargs={**job.as_kwargs(), "deferrals": deferrals + 1},
+                     max_retries=None)
+
+
+def _retry_or_fail(task: Task, exc: BaseException, failures: int, settings: AppSettings,
                    *, transient: bool) -> dict[str, Any]:
-    if transient and retries < settings.max_retries:
-        delay = retry_delay(exc, retries, settings)
+    if transient and failures < settings.max_retries:
+        delay = retry_delay(exc, failures, settings)
         log.warning("job failed, will retry", extra={"error": str(exc), "in_s": round(delay, 1)})
-        raise task.retry(exc=exc, countdown=delay, max_retries=settings.max_retries)
+        raise task.retry(exc=exc, countdown=delay, max_retries=None)
     if transient:
-        log.error("job failed after retries", extra={"error": str(exc)})
+        log.error("job failed after retries", extra={"error": str(exc), "retries": failures})
     elif isinstance(exc, Exception) and type(exc).__module__.startswith(("worker.", "spider.")):
         log.error("job failed", extra={"error": f"{type(exc).__name__}: {exc}"})
     else:

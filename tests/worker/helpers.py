@@ -104,6 +104,9 @@ class StubEngine:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
 
+    def source_files(self, checkout: Checkout, settings: EngineSettings) -> int:
+        return 4
+
     def index(self, checkout: Checkout, settings: EngineSettings) -> Checkout:
         return checkout
 

@@ -128,3 +128,60 @@ def test_bad_jwt_is_refused(settings: AppSettings, redis_client: redis.Redis) ->
     with pytest.raises(GitHubRefused) as err, client(other, redis_client):
         pass
     assert err.value.status == 401
+
+
+def test_429_without_retry_after_is_a_rate_limit(settings: AppSettings, redis_client: redis.Redis,
+                                                 fake: FakeGitHub) -> None:
+    fake.inject("GET", "/repos/acme/httpkit$", 429, body={"message": "Too Many Requests"})
+    with client(settings, redis_client) as gh, pytest.raises(RateLimited) as err:
+        gh.repository(OWNER, NAME)
+    assert err.value.retry_after == 60  # GitHub's advice; longer than the inline wait here
+
+
+def test_retry_after_as_an_http_date_is_understood(settings: AppSettings, redis_client: redis.Redis,
+                                                   fake: FakeGitHub) -> None:
+    from email.utils import formatdate
+
+    fake.inject("GET", "/repos/acme/httpkit$", 429,
+                headers={"retry-after": formatdate(__import__("time").time() + 3, usegmt=True)})
+    sleeps = Sleeps()
+    with client(settings, redis_client, sleeps) as gh:
+        assert gh.repository(OWNER, NAME).full_name == REPO
+    assert len(sleeps) == 1 and 1 <= sleeps[0] <= 5
+
+
+def test_retry_after_seconds() -> None:
+    from worker.github import retry_after_seconds
+
+    assert retry_after_seconds("7") == "7"
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:30 GMT", now=1445412480) == "30"
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412600) == "0"
+    assert retry_after_seconds("soon") == "60" and retry_after_seconds("-5") == "60"
+
+
+def test_timeouts_are_retried_then_transient(settings: AppSettings, redis_client: redis.Redis,
+                                             fake: FakeGitHub) -> None:
+    s = settings.model_copy(update={"github_timeout_s": 0.3})
+    fake.inject("GET", "/repos/acme/httpkit$", None, delay_s=1.0, times=1)
+    with client(s, redis_client) as gh:  # one timeout, then an answer
+        assert gh.repository(OWNER, NAME).full_name == REPO
+    fake.inject("GET", "/repos/acme/httpkit$", None, delay_s=1.0, times=s.github_attempts)
+    with client(s, redis_client) as gh, pytest.raises(GitHubUnavailable, match="ReadTimeout"):
+        gh.repository(OWNER, NAME)
+
+
+def test_every_call_is_counted_by_status(settings: AppSettings, redis_client: redis.Redis,
+                                         fake: FakeGitHub) -> None:
+    from worker.metrics import METRICS_KEY, RECORDER
+
+    RECORDER.flush(redis_client)  # what earlier tests in this process recorded
+    redis_client.delete(METRICS_KEY)
+    fake.inject("GET", "/repos/acme/httpkit$", 502)
+    with client(settings, redis_client) as gh:
+        gh.repository(OWNER, NAME)
+        with pytest.raises(GitHubRefused):
+            gh.issue(OWNER, NAME, 999)
+    RECORDER.flush(redis_client)
+    raw = {k.decode(): int(float(v)) for k, v in redis_client.hgetall(METRICS_KEY).items()}
+    calls = {k.split("|")[2]: v for k, v in raw.items() if k.startswith("c|spider_github_calls|")}
+    assert calls == {"201": 1, "502": 1, "200": 1, "404": 1}  # token, 502, retry, missing issue

@@ -109,3 +109,18 @@ def test_missing_template_fields_are_errors(tmp_path: Path) -> None:
     view = build_view(localization(), html_url=URL, branch="main", skip_label="s", app_name="a")
     with pytest.raises(RenderError):
         render(view, tmp_path)
+
+
+def test_the_too_large_comment_is_polite_and_safe() -> None:
+    from worker.render import build_too_large_view, human_size
+
+    view = build_too_large_view(app_name="@spider [bot](https://x.example)", skip_label="skip`me",
+                                size_kb=3_500_000, limit_kb=2_000_000)
+    body = render(view, DEFAULT_TEMPLATE_DIR)
+    assert body.startswith(MARKER + "\nThanks for the report.")
+    assert "the repository is 3.3 GB, above the 1.9 GB this installation indexes" in body
+    assert "@spider" not in body and "](https" not in body and "``skip`me``" in body
+    files = render(build_too_large_view(app_name="spider-bot", skip_label="s", files=30_000,
+                                        limit_files=20_000), DEFAULT_TEMPLATE_DIR)
+    assert "the repository has 30000 source files, above the 20000 this installation" in files
+    assert [human_size(k) for k in (5, 1536, 2_000_000)] == ["5 KB", "1.5 MB", "1.9 GB"]

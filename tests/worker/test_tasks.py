@@ -83,3 +83,65 @@ def test_task_is_configured_for_reliability() -> None:
     assert conf.worker_prefetch_multiplier == 1
     assert conf.task_soft_time_limit < conf.task_time_limit
     assert conf.broker_transport_options["visibility_timeout"] > conf.task_time_limit
+
+
+def test_waiting_for_a_slot_or_lock_uses_no_retry(fake_run: list[object]) -> None:
+    from worker.errors import Busy, Throttled
+
+    # max_retries is 2: two failures are allowed, and the waits do not count against them
+    fake_run.extend([Busy("issue lock"), Throttled("repo slots"), GitHubUnavailable("502"),
+                     Busy("repo lock"), GitHubUnavailable("503"), Outcome(status="created",
+                                                                           comment_id=8)])
+    assert tasks.localize_issue.apply(kwargs=KW).get()["comment_id"] == 8
+    assert fake_run == []
+
+
+def test_waiting_is_bounded(fake_run: list[object], monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.errors import Throttled
+
+    d = tasks.deps()
+    monkeypatch.setattr(d, "settings", d.settings.model_copy(update={"max_deferrals": 3}))
+    fake_run.extend([Throttled("installation slots")] * 4)
+    out = tasks.localize_issue.apply(kwargs=KW).get()
+    assert out["status"] == "failed" and "waited 3 times" in out["reason"]
+    assert fake_run == []
+
+
+def test_defer_delay_grows_is_capped_and_spread() -> None:
+    s = AppSettings(_env_file=None, defer_delay_s=10, defer_delay_max_s=60)
+    for n, base in [(0, 10), (1, 15), (2, 22.5), (10, 60)]:
+        for _ in range(20):
+            assert base <= tasks.defer_delay(n, s) < 2 * base
+
+
+def test_outcomes_and_durations_reach_the_metrics(fake_run: list[object],
+                                                  redis_client: redis.Redis) -> None:
+    from worker.metrics import METRICS_KEY
+
+    fake_run.extend([GitHubUnavailable("502"), Outcome(status="created", comment_id=9)])
+    tasks.localize_issue.apply(kwargs=KW).get()
+    raw = {k.decode(): v.decode() for k, v in redis_client.hgetall(METRICS_KEY).items()}
+    assert raw["c|spider_jobs|retried"] == "1" and raw["c|spider_jobs|created"] == "1"
+    assert raw["h|spider_job_seconds|count"] == "2"
+
+
+def test_visibility_timeout_must_outlast_every_legitimate_wait() -> None:
+    from worker.settings import SettingsError
+
+    base = {"_env_file": None, "github_app_id": 1, "github_private_key": _pem()}
+    ok = AppSettings(**base, task_soft_time_limit_s=20, task_time_limit_s=30,
+                     retry_backoff_max_s=5, defer_delay_max_s=5, broker_visibility_timeout_s=40)
+    ok.check_worker()
+    assert ok.visibility_timeout_s == 40
+    for too_short in (30, 10):
+        bad = ok.model_copy(update={"broker_visibility_timeout_s": too_short})
+        with pytest.raises(SettingsError, match="VISIBILITY_TIMEOUT"):
+            bad.check_worker()
+    default = AppSettings(_env_file=None)
+    assert default.visibility_timeout_s > default.longest_wait_s >= default.task_time_limit_s
+
+
+def _pem() -> str:
+    from worker.devstack import app_key_pair
+
+    return app_key_pair()[0]
