@@ -1,7 +1,9 @@
-"""The FastAPI application: ``POST /webhook``, ``GET /healthz``, ``GET /metrics``.
+"""The FastAPI application: ``POST /webhook``, ``GET /healthz``, ``GET /metrics`` (the
+bot's deliveries by outcome, and the workers' jobs, durations and GitHub calls, which
+workers add up in Redis: see ``worker.metrics``).
 
-A delivery is answered in milliseconds: size cap, signature, headers, JSON, routing,
-dedupe, enqueue. Anything slow happens in the worker. Serve with ``uvicorn bot.app:app``;
+A delivery is answered in milliseconds: size cap, signature, headers, content type, JSON,
+routing, dedupe, enqueue. Anything slow happens in the worker. Serve with ``uvicorn bot.app:app``;
 the settings are checked at start-up and the process refuses to start without a secret.
 """
 
@@ -30,10 +32,12 @@ from bot.errors import (
     MissingHeader,
     PayloadTooLarge,
     QueueUnavailable,
+    UnsupportedMediaType,
 )
 from bot.events import Acknowledge, Enqueue, Ignore, route
 from bot.queue import CeleryEnqueuer, Enqueuer
 from worker import logs
+from worker.metrics import RedisCollector
 from worker.settings import AppSettings, get_settings
 
 log = logging.getLogger("bot")
@@ -71,6 +75,7 @@ def build_state(
         "spider_webhook_deliveries", "Webhook deliveries by outcome", ["outcome"],
         registry=registry,
     )
+    registry.register(RedisCollector(client))  # the workers' metrics, added up in Redis
     return BotState(
         settings=settings,
         redis=client,
@@ -122,6 +127,8 @@ def create_app(state: BotState | None = None) -> FastAPI:
         if not event or not delivery:
             raise MissingHeader("X-GitHub-Event and X-GitHub-Delivery are required")
         delivery = check_delivery_id(delivery)
+        if not _is_json(request.headers.get("content-type")):
+            raise UnsupportedMediaType("the app's webhooks are application/json")
         with logs.bind(delivery_id=delivery, event=event):
             payload = _parse_json(body)
             answer = await run_in_threadpool(_handle, bot, event, payload, delivery)
@@ -165,6 +172,11 @@ async def _read_capped(request: Request, cap: int) -> bytes:
             raise PayloadTooLarge(f"body over {cap} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _is_json(content_type: str | None) -> bool:
+    """Whether a Content-Type header says JSON (``application/json; charset=utf-8`` too)."""
+    return (content_type or "").split(";", 1)[0].strip().lower() == "application/json"
 
 
 def _parse_json(body: bytes) -> dict[str, Any]:

@@ -9,7 +9,8 @@ The tree::
         ├── MissingHeader       a required X-GitHub-* header is absent (400)
         ├── MalformedPayload    the body is not the JSON object the event needs (400)
         ├── BadSignature        X-Hub-Signature-256 does not match (401)
-        └── PayloadTooLarge     the body exceeds the configured cap (413)
+        ├── PayloadTooLarge     the body exceeds the configured cap (413)
+        └── UnsupportedMediaType  the body is not sent as application/json (415)
 """
 
 from __future__ import annotations
@@ -55,3 +56,9 @@ class PayloadTooLarge(PermanentError):
     """The body is larger than ``SPIDER_WEBHOOK_MAX_BODY_BYTES``."""
 
     status_code = 413
+
+
+class UnsupportedMediaType(PermanentError):
+    """The delivery is not ``application/json`` (the app is registered for JSON payloads)."""
+
+    status_code = 415

@@ -172,3 +172,28 @@ def test_redis_down_is_503_so_github_shows_a_failed_delivery(settings: AppSettin
     with TestClient(create_app(build_state(settings, redis_client=dead, enqueue=queue))) as c:
         resp = c.post("/webhook", content=BODY, headers=headers())
     assert resp.status_code == 503 and queue.jobs == []
+
+
+def test_metrics_serve_the_workers_counts_from_redis(client: TestClient,
+                                                     redis_client: redis.Redis) -> None:
+    from worker.metrics import Recorder
+
+    worker = Recorder()  # as a worker process on another machine would
+    worker.count("spider_jobs", "created")
+    worker.count("spider_github_calls", "201")
+    worker.observe("spider_query_seconds", 0.2)
+    worker.flush(redis_client)
+    text = client.get("/metrics").text
+    assert 'spider_jobs_total{outcome="created"} 1.0' in text
+    assert 'spider_github_calls_total{status="201"} 1.0' in text
+    assert 'spider_query_seconds_bucket{le="0.25"} 1.0' in text
+    assert "spider_index_seconds_count 0.0" in text
+
+
+def test_json_with_a_charset_is_json(client: TestClient, queue: RecordingQueue) -> None:
+    h = {**headers(), "Content-Type": "Application/JSON; charset=utf-8"}
+    assert client.post("/webhook", content=BODY, headers=h).json()["status"] == "queued"
+    h = {**headers(delivery="22222222-2222-3333-4444-555555555555"),
+         "Content-Type": "application/x-www-form-urlencoded"}
+    assert client.post("/webhook", content=BODY, headers=h).status_code == 415
+    assert len(queue.jobs) == 1
