@@ -31,6 +31,7 @@ from spider.bench.runner import (
     BenchConfig,
     fixed_resolver,
     render_tables,
+    render_timings,
     run_benchmark,
     template_resolver,
 )
@@ -263,12 +264,20 @@ def check_gt(
 
 
 @bench_app.command("show")
-def show(out: Annotated[Path, typer.Argument(help="a --out directory")]) -> None:
+def show(
+    out: Annotated[Path, typer.Argument(help="a --out directory")],
+    timings: Annotated[
+        bool, typer.Option("--timings", help="also one row of timings per instance")
+    ] = False,
+) -> None:
     """Print the tables of a finished run's summary.json."""
     path = out / SUMMARY
     if not path.exists():
         raise _fail(f"no {SUMMARY} in {out}")
-    render_tables(json.loads(path.read_text(encoding="utf-8")))
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    render_tables(summary)
+    if timings:
+        render_timings(summary)
 
 
 @bench_app.command("fit")

@@ -310,9 +310,10 @@ def _progress(total: int, enabled: bool) -> Any:
 def _timing_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Aggregate index and query timings over instances (one index per instance)."""
     per_instance: dict[str, dict[str, Any]] = {}
-    for r in rows:
+    for r in rows:  # file order: the first build of an instance is its cold one
         if r.get("index"):
-            per_instance.setdefault(r["instance_id"], r["index"])
+            entry = per_instance.setdefault(r["instance_id"], {**r["index"], "query_seconds": {}})
+            entry["query_seconds"][r["method"]] = r["seconds"]
 
     def mean(key: str) -> float | None:
         vals = [float(v[key]) for v in per_instance.values() if v.get(key) is not None]
@@ -419,6 +420,34 @@ def render_tables(summary: dict[str, Any], *, file: Any = None) -> None:
             f"skipped {len(summary['skipped'])}: "
             + "; ".join(f"{k} ({v})" for k, v in sorted(summary["skipped"].items()))
         )
+
+
+def render_timings(summary: dict[str, Any], *, file: Any = None) -> None:
+    """Print one row per instance: functions, cold/warm index, embedding, query seconds."""
+    from rich.console import Console
+    from rich.table import Table
+
+    per = summary.get("timings", {}).get("per_instance", {})
+    methods = list(summary.get("methods", {}))
+    t = Table(title="per-instance timings (seconds)")
+    for col in ("instance", "functions", "cold", "warm", "embedded", "fn/s", *methods):
+        t.add_column(col, justify="left" if col == "instance" else "right")
+    for iid, v in sorted(per.items()):
+        q = v.get("query_seconds", {})
+        t.add_row(
+            iid,
+            str(v.get("functions")),
+            _num(v.get("cold_seconds")),
+            _num(v.get("warm_seconds")),
+            str(v.get("embedded") or 0),
+            _num(v.get("embed_per_second")),
+            *[_num(q.get(m)) for m in methods],
+        )
+    Console(file=file or sys.stdout, width=200).print(t)
+
+
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.2f}"
 
 
 def _fmt(value: Any) -> str:

@@ -17,6 +17,7 @@ from spider.bench.runner import (
     BenchConfig,
     fixed_resolver,
     render_tables,
+    render_timings,
     run_benchmark,
 )
 from spider.models import Hit, Issue, Localization
@@ -117,3 +118,12 @@ def test_run_resume_and_summary(setup: tuple[Path, str], tmp_path: Path) -> None
     render_tables(summary, file=buf)
     text = buf.getvalue()
     assert "oracle" in text and "R@20" in text and "o/r" in text
+    per = summary["timings"]["per_instance"]
+    assert set(per) == {"i-1", "i-2"} and set(per["i-1"]["query_seconds"]) == {
+        "dense",
+        "bm25",
+        "oracle",
+    }
+    buf = io.StringIO()
+    render_timings(summary, file=buf)
+    assert "i-2" in buf.getvalue()
