@@ -90,6 +90,7 @@ class Index:
     _lexical: LexicalIndex | None = None
     _encoder: Encoder | None = None
     _names: NameTable | None = None
+    _files: tuple[list[str], np.ndarray, LexicalIndex] | None = None
 
     @property
     def commit(self) -> str | None:
@@ -141,6 +142,27 @@ class Index:
         if self._names is None:
             self._names = NameTable(self.graph, self.function_ids)
         return self._names
+
+    def _file_index(self) -> tuple[list[str], np.ndarray, LexicalIndex]:
+        if self._files is None:
+            g = self.graph.g
+            paths = [g.nodes[n].get("path", "") for n in self.function_ids]
+            unique = sorted(set(paths))
+            pos = {p: i for i, p in enumerate(unique)}
+            file_of = np.array([pos[p] for p in paths], dtype=np.int64)
+            texts = [f"{p} {p.replace('/', ' ')}" for p in unique]
+            for i, doc in zip(file_of, self.documents(), strict=True):
+                texts[i] += "\n" + doc
+            self._files = (unique, file_of, LexicalIndex(texts))
+        return self._files
+
+    def file_lexical(self) -> LexicalIndex:
+        """BM25 over whole files (path + every function in it), one document per file."""
+        return self._file_index()[2]
+
+    def file_of(self) -> np.ndarray:
+        """For each function (in ``function_ids`` order), the index of its file."""
+        return self._file_index()[1]
 
     def lexical(self) -> LexicalIndex:
         """The BM25 index over every function."""

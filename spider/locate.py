@@ -16,9 +16,6 @@ from spider.retrieve.signals import extract_signals, signal_scores
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.settings import EngineSettings
 
-HYBRID_WEIGHTS = {"dense": 1.0, "bm25": 1.0}  # equal say for both rankers in the fusion
-SIGNAL_WEIGHT = 1.0  # weight of the issue-signal ranking (names, paths, frames) in the fusion
-
 
 @dataclass
 class FirstStage:
@@ -37,7 +34,7 @@ class FirstStage:
         for i in self.order[:pool]:
             f: dict[str, float] = {}
             for name, ranks in self.ranks.items():
-                if name != "signals":
+                if name not in ("signals", "file"):
                     f[f"log_{name}_rank"] = float(np.log(max(int(ranks[i]), 1)))
             f["signal"] = float(self.signal[i]) if self.signal is not None else 0.0
             out[ids[int(i)]] = f
@@ -59,8 +56,12 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
         ranks["bm25"] = ranks_from_scores(scores["bm25"])
     if settings.first_stage == "hybrid":
         fused = reciprocal_rank_fusion(
-            [ranks["dense"], ranks["bm25"]], [HYBRID_WEIGHTS["dense"], HYBRID_WEIGHTS["bm25"]]
+            [ranks["dense"], ranks["bm25"]], [settings.fusion_dense, settings.fusion_bm25]
         )
+        if settings.fusion_file > 0 and len(fused):
+            file_ranks = ranks_from_scores(index.file_lexical().scores(text))
+            ranks["file"] = file_ranks[index.file_of()]
+            fused = fused + settings.fusion_file / (RRF_K + ranks["file"])
     else:
         fused = scores[settings.first_stage].astype(np.float64)
     evidence: dict[int, str] = {}
@@ -73,7 +74,7 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
         has = sig_arr > 0
         if has.any():
             sig_ranks = ranks_from_scores(sig_arr)
-            fused = fused + np.where(has, SIGNAL_WEIGHT / (RRF_K + sig_ranks), 0.0)
+            fused = fused + np.where(has, settings.fusion_signals / (RRF_K + sig_ranks), 0.0)
             ranks["signals"] = np.where(has, sig_ranks, 0)
     order = np.argsort(-fused, kind="stable")
     return FirstStage(settings.first_stage, order, fused, ranks, evidence, sig_arr)

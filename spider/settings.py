@@ -103,6 +103,14 @@ class EngineSettings(BaseSettings):
         "probability (offline selector only)",
     )
     first_stage: FirstStage = "hybrid"
+    fusion_dense: float = Field(1.0, ge=0, description="weight of the dense ranking in RRF")
+    fusion_bm25: float = Field(1.0, ge=0, description="weight of the BM25 ranking in RRF")
+    fusion_file: float = Field(
+        0.0, ge=0, description="weight of the file-level BM25 ranking of each function's file"
+    )
+    fusion_signals: float = Field(
+        1.0, ge=0, description="weight of the issue-signal ranking (names, paths, frames)"
+    )
     signals: bool = Field(
         True, description="fuse names, paths and stack frames found in the issue (hybrid only)"
     )

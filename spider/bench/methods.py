@@ -23,8 +23,20 @@ BOTH = ("contains", "invokes")
 METHODS: dict[str, dict[str, Any]] = {
     "bm25": {"first_stage": "bm25", "selector": "none"},
     "dense": {"first_stage": "dense", "selector": "none"},
-    "hybrid": {"first_stage": "hybrid", "signals": False, "selector": "none"},
-    "hybrid-signals": {"first_stage": "hybrid", "signals": True, "selector": "none"},
+    # plain reciprocal-rank fusion of dense and BM25, nothing else
+    "hybrid": {
+        "first_stage": "hybrid",
+        "signals": False,
+        "fusion_dense": 1.0,
+        "fusion_bm25": 1.0,
+        "fusion_file": 0.0,
+        "selector": "none",
+    },
+    # the product's first stage: tuned fusion + file-level BM25 + issue signals, no expansion
+    "first-stage": {"selector": "none"},
+    # the product's first stage, then expansion with the offline selector, paper placement
+    "expand-contains": {"edges": CONTAINS, "selector": "offline", "placement": "centre"},
+    "expand-both": {"edges": BOTH, "selector": "offline", "placement": "centre"},
     "spider-contains": {"first_stage": "dense", "edges": CONTAINS, "selector": "offline"},
     "spider-invokes": {"first_stage": "dense", "edges": INVOKES, "selector": "offline"},
     "spider-both": {"first_stage": "dense", "edges": BOTH, "selector": "offline"},
