@@ -12,7 +12,7 @@ from spider.expand import order_by_probability, run_expansion
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason
 from spider.retrieve.fusion import RRF_K, ranks_from_scores, reciprocal_rank_fusion
-from spider.retrieve.signals import extract_signals, signal_scores
+from spider.retrieve.signals import MAX_STRENGTH, extract_signals, signal_scores
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.settings import EngineSettings
 
@@ -73,11 +73,21 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
         sig_arr = np.asarray(sig, dtype=np.float64)
         has = sig_arr > 0
         if has.any():
-            sig_ranks = ranks_from_scores(sig_arr)
-            fused = fused + np.where(has, settings.fusion_signals / (RRF_K + sig_ranks), 0.0)
-            ranks["signals"] = np.where(has, sig_ranks, 0)
+            # a bonus in proportion to the evidence: a stack frame counts like a rank-1 hit
+            # of a ranker of weight ``fusion_signals``; a mentioned file much less
+            bonus = settings.fusion_signals * sig_arr / (MAX_STRENGTH * (RRF_K + 1))
+            fused = fused + np.where(has, bonus, 0.0)
+            ranks["signals"] = np.where(has, ranks_from_scores(sig_arr), 0)
     order = np.argsort(-fused, kind="stable")
     return FirstStage(settings.first_stage, order, fused, ranks, evidence, sig_arr)
+
+
+def evidence_reason(evidence: str) -> Reason:
+    """A reason from a signal description such as ``"frame: a.py:12"`` or ``"file: a.py"``."""
+    kind, _, detail = evidence.partition(": ")
+    if kind == "frame":
+        return Reason(kind="traceback", detail=detail)
+    return Reason(kind="mention", detail=f"{kind}: {detail}")
 
 
 def _first_stage_reason(fs: FirstStage, idx: int, rank: int, score: float) -> Reason:
@@ -133,8 +143,7 @@ def locate(
         reasons.append(_first_stage_reason(fs, pos[node_id], rank_of[node_id], score_of[node_id]))
         ev = fs.evidence.get(pos[node_id])
         if ev is not None:
-            kind = "traceback" if ev.startswith("frame") else "mention"
-            reasons.append(Reason(kind=kind, detail=ev.split(": ", 1)[-1]))  # type: ignore[arg-type]
+            reasons.append(evidence_reason(ev))
         hits.append(
             Hit(
                 id=node_id,

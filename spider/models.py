@@ -44,9 +44,12 @@ class Reason:
             hops = f", {self.hops} hops" if self.hops and self.hops > 1 else ""
             return f"found via {self.edge} from `{centre}`{hops}"
         if self.kind == "mention":
-            return f"named in the issue ({self.detail})" if self.detail else "named in the issue"
+            kind, _, what = (self.detail or "").partition(": ")
+            if kind == "file":
+                return f"in `{what}`, a file named in the issue"
+            return f"`{what}` is named in the issue" if what else "named in the issue"
         if self.kind == "traceback":
-            return "named in the traceback"
+            return f"in the traceback (`{self.detail}`)" if self.detail else "in the traceback"
         label = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid", "first_stage": "first-stage"}
         text = f"{label.get(self.kind, self.kind)} rank {self.rank}"
         return text if self.detail is None else f"{text} ({self.detail})"

@@ -70,9 +70,16 @@ def reason_words(reason: Reason) -> Markdown:
         hops = f", {reason.hops} hops" if reason.hops and reason.hops > 1 else ""
         return Markdown(f"found via {plain(reason.edge or 'an edge')} from {code(centre)}{hops}")
     if reason.kind == "mention":
-        return Markdown("named in the issue" + (f" ({code(reason.detail)})" if reason.detail else ""))
+        kind, sep, what = (reason.detail or "").partition(": ")
+        if not sep:  # a bare detail: the name itself
+            kind, what = "", reason.detail or ""
+        if kind == "file" and what:
+            return Markdown(f"in {code(what)}, a file named in the issue")
+        return Markdown(f"{code(what)} is named in the issue" if what else "named in the issue")
     if reason.kind == "traceback":
-        return Markdown("named in the traceback")
+        return Markdown(
+            f"in the traceback ({code(reason.detail)})" if reason.detail else "in the traceback"
+        )
     label = _RANK_LABELS.get(reason.kind, reason.kind)
     text = plain(f"{label} rank {reason.rank}")
     return Markdown(text if reason.detail is None else f"{text} ({plain(reason.detail)})")

@@ -82,6 +82,7 @@ STRENGTH = {
     "name": 1.5,  # a bare identifier in prose matching a defined name
     "file": 0.5,  # a function in a file the issue names
 }
+MAX_STRENGTH = max(STRENGTH.values())
 
 
 @dataclass

@@ -75,7 +75,12 @@ def test_reasons_in_words() -> None:
         "found via contains from `f`, 3 hops"
     assert reason_words(Reason("dense", rank=3)) == "dense rank 3"
     assert reason_words(Reason("mention", detail="@all [x](http://e)")) == \
-        "named in the issue (`@all [x](http://e)`)"
+        "`@all [x](http://e)` is named in the issue"
+    assert reason_words(Reason("mention", detail="backtick: Session.send")) == \
+        "`Session.send` is named in the issue"
+    assert reason_words(Reason("mention", detail="file: a/b.py")) == \
+        "in `a/b.py`, a file named in the issue"
+    assert reason_words(Reason("traceback", detail="a.py:12")) == "in the traceback (`a.py:12`)"
 
 
 def test_hostile_repository_content_is_inert() -> None:
