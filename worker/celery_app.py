@@ -24,6 +24,7 @@ from worker.settings import AppSettings, SettingsError, get_settings
 RESULT_TTL_S = 24 * 3600  # outcomes are kept a day, for the replay command and debugging
 MAX_TASKS_PER_CHILD = 100  # a fresh process now and then bounds leaks of a long-lived model
 BROKER_CONNECT_TIMEOUT_S = 5  # fail fast when Redis is away rather than hang a webhook
+RESULT_STORE_RETRIES = 12  # backing off up to 10 s each: about a minute of Redis away
 
 
 def make_celery(settings: AppSettings) -> Celery:
@@ -49,6 +50,9 @@ def make_celery(settings: AppSettings) -> Celery:
         result_serializer="json",
         accept_content=["json"],
         result_expires=RESULT_TTL_S,
+        # an outcome reached while Redis restarts is stored once it is back, not lost
+        result_backend_always_retry=True,
+        result_backend_max_retries=RESULT_STORE_RETRIES,
         task_track_started=True,
         worker_max_tasks_per_child=MAX_TASKS_PER_CHILD,
         worker_hijack_root_logger=False,

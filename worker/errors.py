@@ -17,10 +17,13 @@ The tree::
         └── RenderError             the comment could not be rendered in full
 
 The engine's own ``spider.errors.TransientError``/``PermanentError`` are treated the same
-way; :func:`is_transient` answers for both trees.
+way, and so is Redis being unreachable for a moment (a restart, a failover):
+:func:`is_transient` answers for all of them.
 """
 
 from __future__ import annotations
+
+import redis
 
 from spider import errors as engine_errors
 
@@ -95,5 +98,7 @@ class RenderError(PermanentError):
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Whether a retry may succeed: the worker's or the engine's transient errors."""
-    return isinstance(exc, TransientError | engine_errors.TransientError)
+    """Whether a retry may succeed: the worker's or the engine's transient errors, or Redis
+    (locks, slots, the token cache) unreachable or too slow for a moment."""
+    return isinstance(exc, TransientError | engine_errors.TransientError
+                      | redis.ConnectionError | redis.TimeoutError)

@@ -108,7 +108,7 @@ class Injection:
 
 @dataclass(frozen=True)
 class Call:
-    """One request the fake received."""
+    """One request the fake received (``at``: when it arrived; it is listed once answered)."""
 
     method: str
     path: str
@@ -452,6 +452,7 @@ class _Recorder(BaseHTTPMiddleware):
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
         method, path = request.method, request.url.path
+        arrived = time.time()
         auth = request.headers.get("authorization")
         if auth:
             with self.fake._lock:
@@ -473,7 +474,7 @@ class _Recorder(BaseHTTPMiddleware):
             if inj is not None:
                 response = JSONResponse(inj.body, inj.status, headers=inj.headers)
         with self.fake._lock:
-            self.fake.calls.append(Call(method, path, response.status_code, time.time()))
+            self.fake.calls.append(Call(method, path, response.status_code, arrived))
         return response
 
 

@@ -87,7 +87,9 @@ class RetryPolicy:
         self.max_wait_s = settings.github_max_inline_wait_s
         self.sleep = sleep
 
-    def _retryable(self, exc: BaseException) -> bool:
+    def _retryable(self, exc: BaseException, only: type[BaseException] | None = None) -> bool:
+        if only is not None and not isinstance(exc, only):
+            return False
         if isinstance(exc, RateLimited):
             return (exc.retry_after or 0) <= self.max_wait_s
         return isinstance(exc, GitHubUnavailable)
@@ -99,8 +101,9 @@ class RetryPolicy:
         # full jitter: uniform in [0, base * 2^n] avoids workers retrying in lockstep
         return random.uniform(0, self.backoff_s * 2 ** (state.attempt_number - 1))
 
-    def call(self, what: str, fn: Callable[[], T]) -> T:
-        """Run ``fn`` with retries; raise the worker's error when they are used up."""
+    def call(self, what: str, fn: Callable[[], T], only: type[BaseException] | None = None) -> T:
+        """Run ``fn`` with retries; raise the worker's error when they are used up.
+        With ``only``, other errors are not retried here (they were, inside ``fn``)."""
 
         def attempt() -> T:
             try:
@@ -119,7 +122,7 @@ class RetryPolicy:
         retrying = Retrying(
             stop=stop_after_attempt(self.attempts),
             wait=self._wait,
-            retry=retry_if_exception(self._retryable),
+            retry=retry_if_exception(lambda exc: self._retryable(exc, only)),
             sleep=self.sleep,
             before_sleep=before_sleep,
             reraise=True,

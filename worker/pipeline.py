@@ -21,7 +21,7 @@ from bot.events import is_bot, may_rerun
 from spider.models import Issue
 from worker import locks
 from worker.engine import Engine
-from worker.errors import GitHubRefused, RepositoryTooLarge
+from worker.errors import GitHubRefused, GitHubUnavailable, RepositoryTooLarge
 from worker.github import GitHubClient, RetryPolicy
 from worker.jobs import IssueJob, comment_id_of
 from worker.metrics import RECORDER
@@ -247,23 +247,32 @@ def find_ours(comments: Iterable[IssueComment], app_id: int | None) -> IssueComm
 
 def publish(gh: GitHubClient, policy: RetryPolicy, job: IssueJob, body: str,
             app_id: int | None) -> tuple[Status, int]:
-    """Create our comment, or edit it in place; each retry looks for it again first.
+    """Create our comment, or edit it in place. A create that got no answer is retried
+    (up to the policy's attempts), each time after looking for the comment again.
 
     Looking again matters when GitHub created a comment but the answer was lost (a 5xx
-    or a timeout): retrying the POST blindly would post a second comment.
+    or a timeout): retrying the POST blindly would post a second comment. Listing and
+    editing retry by themselves and are not retried again here.
     """
 
     def attempt() -> tuple[Status, int]:
         ours = find_ours(gh.comments(job.owner, job.name, job.issue_number), app_id)
         if ours is None:
-            created = gh.create_comment(job.owner, job.name, job.issue_number, body)
+            try:
+                created = gh.create_comment(job.owner, job.name, job.issue_number, body)
+            except GitHubUnavailable as exc:  # created or not: look again before retrying
+                raise _CreateUnanswered(str(exc)) from exc
             log.info("comment created", extra={"comment_id": created.id})
             return "created", created.id
         if ours.body == body:
             return "unchanged", ours.id
-        gh.update_comment(job.owner, job.name, ours.id, body)
+        gh.update_comment(job.owner, job.name, ours.id, body)  # idempotent: retried inside
         log.info("comment updated", extra={"comment_id": ours.id})
         return "updated", ours.id
 
-    return policy.call("publish comment", attempt)
+    return policy.call("publish comment", attempt, only=_CreateUnanswered)
+
+
+class _CreateUnanswered(GitHubUnavailable):
+    """Creating the comment got no answer (5xx, timeout): it may exist all the same."""
 

@@ -89,7 +89,8 @@ class AppSettings(EngineSettings):
         3600.0, ge=0, description="cap of one retry delay (GitHub's primary limit resets hourly)"
     )
     max_deliveries: int = Field(
-        2, ge=1, description="starts of one message before it is dropped (worker lost twice)"
+        3, ge=1, description="starts of one message before it is dropped: a worker lost, or "
+        "Redis away when a retry was due, each cost one (a job that kills workers must stop)"
     )
     lock_wait_s: float = Field(
         120.0, ge=0, description="how long a job waits for another job indexing the same repo"

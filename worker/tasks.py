@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
 import redis
 from celery import Task
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import Reject, SoftTimeLimitExceeded
 
 from worker import logs
 from worker.celery_app import app
@@ -102,10 +104,12 @@ def localize_issue(self: Task, installation_id: int, repo: str, issue_number: in
     with logs.bind(delivery_id=delivery_id, repo=repo, issue=issue_number, trigger=trigger,
                    attempt=failures + 1):
         try:
-            if not first_starts(d.redis, str(self.request.id), retries, settings.max_deliveries):
-                log.error("message dropped: its worker was lost too many times")
-                return Outcome(status="failed", reason="its worker was lost repeatedly").as_dict()
             try:
+                if not first_starts(d.redis, str(self.request.id), retries,
+                                    settings.max_deliveries):
+                    log.error("message dropped: it was started too many times")
+                    return Outcome(status="failed",
+                                   reason="its worker was lost repeatedly").as_dict()
                 result = run_job(job, d)
             except NotYourTurn as exc:
                 outcome = "deferred"  # unless _defer gives up and returns
@@ -137,8 +141,23 @@ def _defer(task: Task, exc: NotYourTurn, job: IssueJob, deferrals: int,
     delay = defer_delay(deferrals, settings)
     log.info("job waits its turn", extra={"reason": str(exc), "in_s": round(delay, 1),
                                           "deferrals": deferrals + 1})
-    raise task.retry(countdown=delay, kwargs={**job.as_kwargs(), "deferrals": deferrals + 1},
-                     max_retries=None)
+    with _requeue_if_the_broker_is_away():
+        raise task.retry(countdown=delay, kwargs={**job.as_kwargs(), "deferrals": deferrals + 1},
+                         max_retries=None)
+
+
+@contextmanager
+def _requeue_if_the_broker_is_away() -> Iterator[None]:
+    """A retry is a new message; when Redis cannot take it (a restart, a failover), Celery
+    rejects the current one *without* requeueing it, and the job would be lost. Reject it
+    with requeueing instead: Redis puts it back, or, if still away, keeps it unacknowledged
+    and a worker restores it after the visibility timeout."""
+    try:
+        yield
+    except Reject as rejected:
+        log.warning("retry not published: the message goes back to the queue",
+                    extra={"error": str(rejected.reason)})
+        raise Reject(rejected.reason, requeue=True) from rejected
 
 
 def _retry_or_fail(task: Task, exc: BaseException, failures: int, settings: AppSettings,
@@ -146,7 +165,8 @@ def _retry_or_fail(task: Task, exc: BaseException, failures: int, settings: AppS
     if transient and failures < settings.max_retries:
         delay = retry_delay(exc, failures, settings)
         log.warning("job failed, will retry", extra={"error": str(exc), "in_s": round(delay, 1)})
-        raise task.retry(exc=exc, countdown=delay, max_retries=None)
+        with _requeue_if_the_broker_is_away():
+            raise task.retry(exc=exc, countdown=delay, max_retries=None)
     if transient:
         log.error("job failed after retries", extra={"error": str(exc), "retries": failures})
     elif isinstance(exc, Exception) and type(exc).__module__.startswith(("worker.", "spider.")):
