@@ -55,13 +55,14 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
         scores["bm25"] = index.lexical().scores(text)
         ranks["bm25"] = ranks_from_scores(scores["bm25"])
     if settings.first_stage == "hybrid":
+        rrf_k = settings.fusion_k
         fused = reciprocal_rank_fusion(
-            [ranks["dense"], ranks["bm25"]], [settings.fusion_dense, settings.fusion_bm25]
+            [ranks["dense"], ranks["bm25"]], [settings.fusion_dense, settings.fusion_bm25], rrf_k
         )
         if settings.fusion_file > 0 and len(fused):
             file_ranks = ranks_from_scores(index.file_lexical().scores(text))
             ranks["file"] = file_ranks[index.file_of()]
-            fused = fused + settings.fusion_file / (RRF_K + ranks["file"])
+            fused = fused + settings.fusion_file / (rrf_k + ranks["file"])
     else:
         fused = scores[settings.first_stage].astype(np.float64)
     evidence: dict[int, str] = {}
@@ -75,7 +76,8 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
         if has.any():
             # a bonus in proportion to the evidence: a stack frame counts like a rank-1 hit
             # of a ranker of weight ``fusion_signals``; a mentioned file much less
-            bonus = settings.fusion_signals * sig_arr / (MAX_STRENGTH * (RRF_K + 1))
+            rank1 = (settings.fusion_k if settings.first_stage == "hybrid" else RRF_K) + 1
+            bonus = settings.fusion_signals * sig_arr / (MAX_STRENGTH * rank1)
             fused = fused + np.where(has, bonus, 0.0)
             ranks["signals"] = np.where(has, ranks_from_scores(sig_arr), 0)
     order = np.argsort(-fused, kind="stable")
