@@ -27,6 +27,7 @@ METHODS: dict[str, dict[str, Any]] = {
     "hybrid": {
         "first_stage": "hybrid",
         "signals": False,
+        "fusion_k": 60,
         "fusion_dense": 1.0,
         "fusion_bm25": 1.0,
         "fusion_file": 0.0,
