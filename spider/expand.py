@@ -109,6 +109,7 @@ def candidate_features(
         if same_class is not None and same_class == _parent_class(graph, centre)
         else 0.0,
         "mentioned": 1.0 if short in issue_words and len(short) > 2 else 0.0,
+        "same_name": 1.0 if short == c.get("name", "").split(".")[-1].split("#")[0] else 0.0,
         "name_overlap": overlap,
     }
 

@@ -45,6 +45,7 @@ NEIGHBOUR_FEATURES = (
     "same_file",
     "same_class",
     "mentioned",
+    "same_name",
     "name_overlap",
     "log_dense_rank",
     "log_bm25_rank",
