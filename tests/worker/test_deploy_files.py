@@ -24,3 +24,19 @@ def test_dockerfile_is_cpu_only_non_root_with_both_entry_points() -> None:
     for path in ("spider", "bot", "worker", "templates"):
         assert f"COPY {path} ./{path}" in text
     assert "SPIDER_TEMPLATE_DIR=/app/templates" in text
+
+
+def test_redis_is_shipped_durable() -> None:
+    """The fault tests prove no queued job is lost across a Redis restart only with an
+    fsynced append-only file and no eviction: the shipped examples must ask for both."""
+    compose = yaml.safe_load((ROOT / "docs" / "compose.yml").read_text())
+    command = compose["services"]["redis"]["command"]
+    flags = dict(zip(command[1::2], command[2::2], strict=False))
+    assert flags["--appendonly"] == "yes" and flags["--appendfsync"] == "always"
+    assert flags["--maxmemory-policy"] == "noeviction"
+    assert compose["services"]["redis"]["volumes"] == ["redis-data:/data"]
+    assert {"bot", "worker"} <= set(compose["services"])
+    docker = (ROOT / "Dockerfile").read_text()
+    assert "--appendonly yes --appendfsync always --maxmemory-policy noeviction" in docker
+    reliability = (ROOT / "docs" / "reliability.md").read_text()
+    assert "appendonly yes" in reliability and "appendfsync always" in reliability

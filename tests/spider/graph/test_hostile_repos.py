@@ -103,14 +103,16 @@ def test_the_big_blob_is_what_it_claims(hostile: Hostile) -> None:
 
 def _index_in_child(repo: Path, timeout_s: float) -> tuple[dict[str, Any], float]:
     """Build the graph of ``repo`` in a fresh interpreter; return its stats and counts, and
-    that interpreter's own peak resident memory in MB."""
+    that interpreter's own peak resident memory in MB (VmHWM: ``ru_maxrss`` would carry
+    the peak of the pytest process it was forked from)."""
     code = (
-        "import json, resource\n"
+        "import json\n"
         "from spider.graph import build_graph\n"
         "from spider.source import GitSource\n"
         "from spider.settings import EngineSettings\n"
         f"cg = build_graph(GitSource({str(repo)!r}, 'main'), EngineSettings())\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
+        "peak = int(status.split()[0]) / 1024\n"
         "print(json.dumps({**cg.stats.to_dict(), **cg.counts(), 'peak_mb': peak}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
