@@ -316,6 +316,26 @@ def fit(
         typer.echo(f"wrote {WEIGHTS_FILE}")
 
 
+@bench_app.command("tune")
+def tune(
+    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
+    repos: Annotated[str, typer.Option("--repos", "-r")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="per-instance rankings go here")],
+    cache_dir: CacheOpt = None,
+    only_repo: Annotated[str | None, typer.Option("--only-repo")] = None,
+) -> None:
+    """Choose the first-stage fusion weights by leave-one-repository-out CV (dev data only)."""
+    from spider.bench import tune as tuning
+
+    rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
+    data = tuning.collect(rows, template_resolver(repos), _settings(20, cache_dir), out)
+    if not data:
+        raise _fail("no instance could be collected")
+    report = tuning.cross_validate(data)
+    (out / "tune-cv.json").write_text(json.dumps(report, indent=2))
+    typer.echo(json.dumps(report, indent=2))
+
+
 def main() -> None:
     """Run ``bench_app`` on its own (``python -m spider.bench.cli``)."""
     bench_app()

@@ -141,15 +141,19 @@ class _Writer:
     """Appends JSON lines and flushes each one (a kill loses at most one line)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.fh = path.open("a", encoding="utf-8")
+        self.path = path
+        self.fh: Any = None  # opened on the first line: no empty files
 
     def write(self, row: dict[str, Any]) -> None:
+        if self.fh is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fh = self.path.open("a", encoding="utf-8")
         self.fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         self.fh.flush()
 
     def close(self) -> None:
-        self.fh.close()
+        if self.fh is not None:
+            self.fh.close()
 
 
 def run_instance(
@@ -279,6 +283,7 @@ def run_benchmark(
         writer.close()
         errors.close()
     summary = summarise(read_predictions(cfg.out), instances, cfg, skipped)
+    cfg.out.mkdir(parents=True, exist_ok=True)
     (cfg.out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
 
