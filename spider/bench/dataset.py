@@ -117,7 +117,7 @@ def select_instances(
     repos: Sequence[str] | None = None,
     limit: int | None = None,
 ) -> list[Instance]:
-    """Filter by instance ids and repositories (``owner/name``), then keep the first ``limit``."""
+    """Filter by instance ids and repositories (``owner/name``, in that order), then ``limit``."""
     out = list(instances)
     if ids:
         wanted = set(ids)
@@ -125,9 +125,9 @@ def select_instances(
         if unknown:
             raise InputError(f"unknown instance ids: {', '.join(sorted(unknown))}")
         out = [i for i in out if i.instance_id in wanted]
-    if repos:
-        keep = set(repos)
-        out = [i for i in out if i.repo in keep]
+    if repos:  # kept, and ordered as listed (small repositories first warms caches sooner)
+        order = {r: n for n, r in enumerate(repos)}
+        out = sorted((i for i in out if i.repo in order), key=lambda i: order[i.repo])
     if limit is not None:
         out = out[:limit]
     return out

@@ -14,7 +14,7 @@ CACHE=${CACHE:-/work/bench-cache}
 RUNNABLE="psf/requests pallets/flask mwaskom/seaborn pydata/xarray pylint-dev/pylint \
 astropy/astropy pytest-dev/pytest sphinx-doc/sphinx sympy/sympy"
 
-for repo in $RUNNABLE; do
+for repo in $RUNNABLE; do  # one process per repository keeps memory low
   "$PY" -m spider.bench.cli --dataset "$DATASET" --repos "$REPOS" --method "$METHODS" \
     --out "$OUT" --only-repo "$repo" --cache-dir "$CACHE" --no-progress >/dev/null
   echo "$(date -u +%FT%TZ) done $repo" >&2

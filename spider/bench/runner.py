@@ -57,8 +57,13 @@ def fixed_resolver(path: str | Path) -> RepoResolver:
     return lambda _inst: Path(path)
 
 
+CODE_VERSION_ENV = "SPIDER_BENCH_CODE"  # set when running from an exported snapshot (no .git)
+
+
 def code_version() -> str:
     """The commit of this checkout, ``+dirty`` when it has uncommitted changes."""
+    if os.environ.get(CODE_VERSION_ENV):
+        return os.environ[CODE_VERSION_ENV]
     here = Path(__file__).resolve().parent
     try:
         head = git(["rev-parse", "--short=12", "HEAD"], here).decode().strip()
@@ -242,6 +247,7 @@ def run_benchmark(
     cfg: BenchConfig,
 ) -> dict[str, Any]:
     """Run every pending (instance, method) pair, then write and return the summary."""
+    code = code_version()  # the code imported now is the code that runs
     done = finished_pairs(cfg.out)
     todo = [
         (inst, [m for m in cfg.methods if (inst.instance_id, m.name) not in done])
@@ -276,13 +282,13 @@ def run_benchmark(
                 bar.update(len(methods))
                 continue
             for row in rows:
-                writer.write(row)
+                writer.write({**row, "code": code})
             bar.update(len(methods))
     finally:
         bar.close()
         writer.close()
         errors.close()
-    summary = summarise(read_predictions(cfg.out), instances, cfg, skipped)
+    summary = summarise(read_predictions(cfg.out), instances, cfg, skipped, code=code)
     cfg.out.mkdir(parents=True, exist_ok=True)
     (cfg.out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
@@ -347,6 +353,7 @@ def summarise(
     instances: Sequence[Instance],
     cfg: BenchConfig,
     skipped: dict[str, str] | None = None,
+    code: str | None = None,
 ) -> dict[str, Any]:
     """Macro-averaged metrics per method and per (method, repository)."""
     wanted = {i.instance_id for i in instances}
@@ -369,7 +376,8 @@ def summarise(
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine_description(),
         "command": cfg.command,
-        "code": code_version(),
+        "code": code or code_version(),
+        "codes_in_predictions": sorted({str(r.get("code")) for r in kept}),
         "k": cfg.settings.k,
         "model": cfg.settings.model or "all-MiniLM-L6-v2 (bundled)",
         "instances": len(instances),
