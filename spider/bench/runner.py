@@ -342,7 +342,7 @@ def _timing_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "mean_warm_index_seconds": mean("warm_seconds"),
         "functions_embedded": embedded,
         "embed_seconds": _round(embed_s),
-        "embed_per_second": _round(embedded / embed_s) if embed_s else None,
+        "embed_per_second": _round(embedded / embed_s) if embedded and embed_s else None,
         "mean_query_seconds": {m: _round(sum(v) / len(v)) for m, v in query.items()},
         "per_instance": per_instance,
     }
