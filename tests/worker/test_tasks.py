@@ -145,3 +145,24 @@ def _pem() -> str:
     from worker.devstack import app_key_pair
 
     return app_key_pair()[0]
+
+
+def test_a_retry_redis_cannot_take_requeues_the_job_instead_of_dropping_it() -> None:
+    from celery.exceptions import Reject
+
+    class BrokerAway:
+        """Celery's Task.retry when publishing fails: Reject *without* requeue."""
+
+        def retry(self, **_: object) -> None:
+            raise Reject(ConnectionError("redis away"), requeue=False)
+
+    s = AppSettings(_env_file=None, max_retries=3)
+    with pytest.raises(Reject) as err:
+        tasks._retry_or_fail(BrokerAway(), redis.ConnectionError("x"), 0, s, transient=True)
+    assert err.value.requeue is True
+    from worker.errors import Busy
+    from worker.jobs import IssueJob
+
+    with pytest.raises(Reject) as err:
+        tasks._defer(BrokerAway(), Busy("lock"), IssueJob(**KW), 0, s)
+    assert err.value.requeue is True
