@@ -33,7 +33,9 @@ exactly as listed; [] if none."""
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "\n... [truncated]"
+    """Cut ``text`` to ``limit`` characters and defuse closing tags of our prompt's markup."""
+    text = text if len(text) <= limit else text[:limit] + "\n... [truncated]"
+    return text.replace("</", "<\\/")
 
 
 def build_prompt(req: SelectionRequest, candidate_chars: int, issue_chars: int) -> str:
