@@ -336,6 +336,22 @@ def tune(
     typer.echo(json.dumps(report, indent=2))
 
 
+@bench_app.command("markdown")
+def markdown(
+    out: Annotated[Path, typer.Argument(help="a --out directory")],
+    method: Annotated[
+        str | None, typer.Option("--per-repo", help="also this method's per-repository table")
+    ] = None,
+) -> None:
+    """Print a finished run's tables as Markdown (as pasted into the README)."""
+    from spider.bench.report import markdown_report
+
+    path = out / SUMMARY
+    if not path.exists():
+        raise _fail(f"no {SUMMARY} in {out}")
+    typer.echo(markdown_report(json.loads(path.read_text(encoding="utf-8")), method))
+
+
 def main() -> None:
     """Run ``bench_app`` on its own (``python -m spider.bench.cli``)."""
     bench_app()
