@@ -83,7 +83,11 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _command_line() -> str:
-    return "spider " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    """The command as typed, spelled ``spider bench ...`` however it was launched."""
+    args = sys.argv[1:]
+    if args[:1] == ["bench"]:  # `spider bench ...`; else `python -m spider.bench.cli ...`
+        args = args[1:]
+    return "spider bench " + " ".join(shlex.quote(a) for a in args)
 
 
 @bench_app.callback(invoke_without_command=True)
