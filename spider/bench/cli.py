@@ -27,15 +27,17 @@ from spider.bench.history import (
 )
 from spider.bench.methods import parse_methods
 from spider.bench.runner import (
+    GT_CHOICES,
     SUMMARY,
     BenchConfig,
+    GtChoice,
     fixed_resolver,
     render_tables,
     render_timings,
     run_benchmark,
     template_resolver,
 )
-from spider.errors import SpiderError
+from spider.errors import InputError, SpiderError
 from spider.settings import EngineSettings
 
 DEFAULT_METHODS = "bm25,dense,hybrid"  # the cheap baselines; add spider-* / oracle explicitly
@@ -64,6 +66,20 @@ WarmOpt = Annotated[
     bool, typer.Option("--warm/--no-warm", help="also time a warm re-index per instance")
 ]
 ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress")]
+GtOpt = Annotated[
+    str,
+    typer.Option(
+        "--gt",
+        help="ground truth: edit_functions (the labels; the precise patch rule when absent), "
+        "precise or dataset (always from the patch, by that rule)",
+    ),
+]
+
+
+def _gt_choice(value: str) -> GtChoice:
+    if value not in GT_CHOICES:
+        raise InputError(f"--gt must be one of {', '.join(GT_CHOICES)}, not {value!r}")
+    return value  # type: ignore[return-value]
 
 
 def _settings(k: int, cache_dir: Path | None) -> EngineSettings:
@@ -118,6 +134,7 @@ def bench(
     cache_dir: CacheOpt = None,
     warm: WarmOpt = True,
     progress: ProgressOpt = True,
+    gt: GtOpt = "edit_functions",
 ) -> None:
     """Benchmark methods on a dataset (the form without a subcommand)."""
     if ctx.invoked_subcommand is not None:
@@ -137,6 +154,7 @@ def bench(
             warm=warm,
             progress=progress,
             command=_command_line(),
+            gt=_gt_choice(gt),
         )
         summary = run_benchmark(rows, template_resolver(repos), cfg)
     except SpiderError as exc:
@@ -265,6 +283,39 @@ def check_gt(
     summary = summarise_check(checked)
     summary["skipped"] = len(skipped)
     typer.echo(json.dumps(summary, indent=2))
+
+
+@bench_app.command("rescore")
+def rescore_cmd(
+    src: Annotated[Path, typer.Argument(help="a finished --out directory")],
+    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
+    repos: Annotated[str, typer.Option("--repos", "-r")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="where the rescored run goes")],
+    gt: GtOpt = "precise",
+) -> None:
+    """Score a run's rankings against another ground truth (no engine run)."""
+    from spider.bench.methods import Method
+    from spider.bench.runner import read_predictions, rescore, summarise
+
+    try:
+        rows = read_predictions(src)
+        instances = read_dataset(dataset)
+        ids = {r["instance_id"] for r in rows}
+        instances = [i for i in instances if i.instance_id in ids]
+        settings = EngineSettings()
+        new_rows = rescore(rows, instances, template_resolver(repos), settings, _gt_choice(gt))
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "predictions.jsonl").open("w", encoding="utf-8") as fh:
+        for r in new_rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    names = list(dict.fromkeys(r["method"] for r in new_rows))
+    methods = [Method(n, n.partition(":")[0]) for n in names]
+    cfg = BenchConfig(methods, out, settings=settings, command=_command_line())
+    summary = summarise(new_rows, instances, cfg)
+    (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    render_tables(summary)
 
 
 @bench_app.command("show")

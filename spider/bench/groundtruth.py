@@ -12,7 +12,10 @@ Two rules, both over the *old* (pre-image) side of each hunk:
     Reproduces how SWE-bench's ``edit_functions`` were labelled: every old-side line of a
     hunk, *context lines included*, is mapped to the innermost function enclosing it.
 
-Renamed files are mapped through their old path; added files contribute nothing.
+Renamed files are mapped through their old path; added files contribute nothing. The precise
+rule first aligns each hunk with the base file by its content, as ``patch`` does (a fix
+diffed against a slightly different commit has shifted line numbers: 9 of the 137 hunks of
+the runnable dev instances); the dataset rule keeps the raw numbers, as its labels did.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ DIFF_GIT = re.compile(r"^diff --git (\S+|\"(?:[^\"\\]|\\.)*\") (\S+|\"(?:[^\"\\]
 DEV_NULL = "/dev/null"
 INDENT_LANGUAGE_SUFFIXES = (".py", ".pyi", ".pyw")  # blocks closed by indentation
 TAB_WIDTH = 8  # how Python itself counts a tab when comparing indentation
+MAX_HUNK_OFFSET = 1000  # lines searched either way for a hunk's old text (patch(1) style)
 
 
 @dataclass
@@ -181,6 +185,34 @@ def old_side(fp: FilePatch) -> OldSide:
     return out
 
 
+def _hunk_matches(lines: list[str], start: int, old: list[str]) -> bool:
+    if start < 1 or start - 1 + len(old) > len(lines):
+        return False
+    return all(a.rstrip() == b.rstrip() for a, b in zip(lines[start - 1 :], old, strict=False))
+
+
+def align_hunks(fp: FilePatch, lines: list[str]) -> FilePatch:
+    """``fp`` with each hunk moved to where its old lines really are in ``lines``.
+
+    The nearest offset wins; a hunk whose old text is not found keeps its header's numbers.
+    """
+    out = FilePatch(fp.old_path, fp.new_path)
+    for h in fp.hunks:
+        old = [t for tag, t in h.lines if tag != "+"]
+        start = h.old_start if h.old_count > 0 else h.old_start + 1
+        shift = 0
+        if old and not _hunk_matches(lines, start, old):
+            for d in range(1, MAX_HUNK_OFFSET + 1):
+                if _hunk_matches(lines, start - d, old):
+                    shift = -d
+                    break
+                if _hunk_matches(lines, start + d, old):
+                    shift = d
+                    break
+        out.hunks.append(Hunk(h.old_start + shift, h.old_count, h.lines))
+    return out
+
+
 def function_spans(graph: CodeGraph, paths: Iterable[str] | None = None) -> dict[str, list[Span]]:
     """Function line ranges per file path (only ``paths`` when given)."""
     wanted = set(paths) if paths is not None else None
@@ -280,21 +312,24 @@ def patch_functions(
 ) -> set[str]:
     """Graph ids of the base-commit functions the patch edits.
 
-    ``read_old(paths)`` returns old file texts; only the precise rule on Python uses them.
+    ``read_old(paths)`` returns old file texts; the precise rule uses them to align hunks
+    and to judge Python lines appended to a function's end.
     """
     files = [fp for fp in parse_patch(patch) if fp.old_path]
     spans = function_spans(graph, (fp.old_path for fp in files if fp.old_path))
     texts: Mapping[str, str] = {}
-    if read_old is not None and mode == "precise":
-        py = [p for p in spans if p.endswith(INDENT_LANGUAGE_SUFFIXES)]
-        texts = read_old(py) if py else {}
+    if read_old is not None and mode == "precise" and spans:
+        texts = read_old(list(spans))
     hit: set[str] = set()
     for fp in files:
         path = fp.old_path or ""
         if path not in spans:
             continue
         text = texts.get(path)
-        hit |= touched_spans(fp, spans[path], mode, text.splitlines() if text else None)
+        lines = text.splitlines() if text is not None else None
+        if lines is not None:
+            fp = align_hunks(fp, lines)
+        hit |= touched_spans(fp, spans[path], mode, lines)
     return hit
 
 

@@ -20,14 +20,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from spider.bench.dataset import Instance
-from spider.bench.groundtruth import patch_ground_truth
+from spider.bench.groundtruth import GroundTruthMode, patch_ground_truth
 from spider.bench.ids import dataset_id_map, normalise_id
 from spider.bench.methods import Method
 from spider.bench.metrics import aggregate, dedupe, metric_names, score_instance
-from spider.errors import SpiderError
+from spider.errors import InputError, SpiderError
 from spider.settings import EngineSettings
 from spider.source import GitSource, git
 
@@ -38,6 +38,8 @@ SUMMARY = "summary.json"
 ERRORS = "errors.jsonl"
 DENSE_STAGES = ("dense", "hybrid")  # first stages that need embeddings
 TIMING_DIGITS = 3
+GtChoice = Literal["edit_functions", "precise", "dataset"]
+GT_CHOICES: tuple[str, ...] = ("edit_functions", "precise", "dataset")
 
 RepoResolver = Callable[[Instance], Path]
 
@@ -96,6 +98,7 @@ class BenchConfig:
     warm: bool = True  # also time a second (warm-cache) index build per instance
     progress: bool = True
     command: str = ""
+    gt: GtChoice = "edit_functions"  # where ground truth comes from (see ground_truth)
 
 
 def read_predictions(out: Path) -> list[dict[str, Any]]:
@@ -119,19 +122,29 @@ def finished_pairs(out: Path) -> set[tuple[str, str]]:
 
 
 def ground_truth(
-    inst: Instance, graph: Any, source: GitSource | None = None
+    inst: Instance,
+    graph: Any,
+    source: GitSource | None = None,
+    mode: GtChoice = "edit_functions",
 ) -> tuple[list[str], str]:
-    """The instance's ground-truth ids (dataset convention) and where they came from."""
-    if inst.edit_functions:
+    """The instance's ground-truth ids (dataset convention) and where they came from.
+
+    ``edit_functions``: the row's labels, or the precise patch rule when it has none;
+    ``precise`` / ``dataset``: always from the patch, by that rule (``spider.bench.groundtruth``).
+    """
+    if mode == "edit_functions" and inst.edit_functions:
         return sorted({normalise_id(e) for e in inst.edit_functions}), "edit_functions"
-    assert inst.patch is not None
+    if not inst.patch:
+        raise InputError(f"{inst.instance_id}: no patch to derive ground truth from")
 
     def read_old(paths: list[str]) -> dict[str, str]:
         if source is None:
             return {}
         return {p: b.decode("utf-8", "replace") for p, b in source.read_many(paths)}
 
-    return patch_ground_truth(inst.patch, graph, "precise", read_old=read_old), "patch"
+    rule: GroundTruthMode = "dataset" if mode == "dataset" else "precise"
+    truth = patch_ground_truth(inst.patch, graph, rule, read_old=read_old)
+    return truth, "patch" if mode == "edit_functions" else f"patch:{rule}"
 
 
 def _needs_dense(settings: Iterable[EngineSettings]) -> bool:
@@ -191,7 +204,7 @@ def run_instance(
         warm_s = time.perf_counter() - t1
         del warm
     id_map = dataset_id_map(index.graph)
-    truth, gt_source = ground_truth(inst, index.graph, source)
+    truth, gt_source = ground_truth(inst, index.graph, source, cfg.gt)
     known = set(id_map.values())
     index_info = {
         "functions": stats.get("functions"),
@@ -292,6 +305,41 @@ def run_benchmark(
     cfg.out.mkdir(parents=True, exist_ok=True)
     (cfg.out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def rescore(
+    rows: list[dict[str, Any]],
+    instances: Sequence[Instance],
+    resolve: RepoResolver,
+    settings: EngineSettings,
+    mode: GtChoice,
+) -> list[dict[str, Any]]:
+    """Prediction rows scored against another ground truth (no engine run: rankings kept).
+
+    Each instance's touched files are parsed at its base commit to derive the truth.
+    """
+    from spider.bench.groundtruth import literal_globs, patch_paths
+    from spider.graph import build_graph
+
+    by_id = {i.instance_id: i for i in instances}
+    truths: dict[str, tuple[list[str], str]] = {}
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        inst = by_id.get(row["instance_id"])
+        if inst is None:
+            continue
+        if inst.instance_id not in truths:
+            source = GitSource(resolve(inst), inst.base_commit)
+            paths = patch_paths(inst.patch or "")
+            narrow = settings.model_copy(update={"include": literal_globs(paths)})
+            graph = build_graph(source, narrow) if paths else None
+            truths[inst.instance_id] = (
+                ground_truth(inst, graph, source, mode) if graph is not None else ([], mode)
+            )
+        truth, gt_source = truths[inst.instance_id]
+        metrics = score_instance(row["ranked"], truth) if truth else None
+        out.append({**row, "gt": truth, "gt_source": gt_source, "metrics": metrics})
+    return out
 
 
 def _unrunnable(path: Path, inst: Instance) -> str | None:

@@ -171,3 +171,13 @@ def test_removed_line_that_looks_like_a_header_stays_in_the_hunk() -> None:
     (fp,) = parse_patch(patch)
     assert fp.hunks[0].lines == [("-", "-- not a header"), (" ", "keep")]
     assert fp.old_path == "f.py"
+
+
+def test_shifted_hunk_is_aligned_by_its_content(repo: Path) -> None:
+    patch = _diff(repo, {"pkg/m.py": _edit(LINES, replace={28: "    return 33"})})
+    # the same fix diffed against a file with 4 fewer lines above: headers say 21, not 25
+    shifted = patch.replace("@@ -25,4 +25,4 @@", "@@ -21,4 +21,4 @@")
+    assert shifted != patch
+    assert _gt(shifted) == ["pkg/m.py:gamma"]  # aligned on the old lines, as patch(1) would
+    strict = patch_ground_truth(shifted, _graph(), "precise")  # type: ignore[arg-type]
+    assert strict == ["pkg/m.py:beta"]  # without the old text: the header's line numbers

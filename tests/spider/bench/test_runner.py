@@ -127,3 +127,21 @@ def test_run_resume_and_summary(setup: tuple[Path, str], tmp_path: Path) -> None
     buf = io.StringIO()
     render_timings(summary, file=buf)
     assert "i-2" in buf.getvalue()
+
+
+def test_rescore_against_the_patch(setup: tuple[Path, str], tmp_path: Path) -> None:
+    from spider.bench.runner import read_predictions, rescore
+    from tests.spider.bench.helpers import git
+
+    repo, sha = setup
+    commit_files(repo, {"m.py": CODE.replace("return 3", "return 4")}, "fix zeta")
+    patch = git(repo, "diff", sha, "HEAD") + "\n"
+    # labels that disagree with the patch: rescoring trusts the patch
+    inst = Instance("i-9", "o/r", sha, "Zeta is wrong", ["m.py:alpha"], patch)
+    out = tmp_path / "out"
+    cfg = BenchConfig(parse_methods("dense"), out, progress=False, warm=False)
+    summary = run_benchmark([inst], fixed_resolver(repo), cfg)
+    assert summary["methods"]["dense"]["R@1"] == 0.0  # alpha is ranked 2nd
+    rows = rescore(read_predictions(out), [inst], fixed_resolver(repo), EngineSettings(), "precise")
+    assert rows[0]["gt"] == ["m.py:zeta"] and rows[0]["gt_source"] == "patch:precise"
+    assert rows[0]["metrics"]["R@5"] == 1.0 and rows[0]["metrics"]["MRR@20"] == 0.25
