@@ -89,6 +89,7 @@ class Index:
     _vectors: np.ndarray | None = None
     _lexical: LexicalIndex | None = None
     _encoder: Encoder | None = None
+    _documents: list[str] | None = None
     _names: NameTable | None = None
     _files: tuple[list[str], np.ndarray, LexicalIndex] | None = None
 
@@ -98,14 +99,18 @@ class Index:
         return self.graph.commit
 
     def documents(self) -> list[str]:
-        """The text of each function, aligned with ``function_ids``."""
-        g = self.graph.g
-        return [
-            document_text(
-                g.nodes[n].get("path", ""), g.nodes[n].get("name", ""), g.nodes[n].get("text", "")
-            )
-            for n in self.function_ids
-        ]
+        """The text of each function, aligned with ``function_ids`` (built once)."""
+        if self._documents is None:
+            g = self.graph.g
+            self._documents = [
+                document_text(
+                    g.nodes[n].get("path", ""),
+                    g.nodes[n].get("name", ""),
+                    g.nodes[n].get("text", ""),
+                )
+                for n in self.function_ids
+            ]
+        return self._documents
 
     def encoder(self) -> Encoder:
         """The (cached) encoder for this index's model."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from spider.errors import EmptyIssue
-from spider.expand import order_by_probability, run_expansion
+from spider.expand import run_expansion
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason
 from spider.retrieve.fusion import RRF_K, ranks_from_scores, reciprocal_rank_fusion
@@ -125,14 +125,7 @@ def locate(
     )
     rank_of = {n: r + 1 for r, n in enumerate(ranked)}
     if placed and settings.placement == "probability" and isinstance(selector, OfflineSelector):
-        by_id = {c.id: c for r in requests for c in r.candidates}
-        final = order_by_probability(
-            final,
-            placed,
-            rank_of,
-            selector.ranked_probability,
-            {n: selector.neighbour_probability(by_id[n]) for n in placed},
-        )
+        final = selector.place(final, placed, requests, rank_of)
     t2 = time.perf_counter()
     hits: list[Hit] = []
     g = index.graph.g

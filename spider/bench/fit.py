@@ -27,7 +27,7 @@ from spider.bench.dataset import Instance
 from spider.bench.ids import dataset_id_map, graph_ids_for, normalise_id
 from spider.bench.metrics import aggregate, dedupe, score_instance
 from spider.bench.runner import RepoResolver, ground_truth
-from spider.expand import exchange, order_by_probability
+from spider.expand import exchange
 from spider.models import Issue
 from spider.select.base import Candidate, SelectionRequest
 from spider.select.offline import OfflineSelector, OfflineWeights
@@ -170,15 +170,8 @@ def simulate(
         admitted = sel.judge(reqs)
         final, placed = exchange(top_k, reqs, admitted, k)
         if placed and placement == "probability":
-            by_id = {c.id: c for r in reqs for c in r.candidates}
             rank_of = {n: i + 1 for i, n in enumerate(rec.pool)}
-            final = order_by_probability(
-                final,
-                placed,
-                rank_of,
-                sel.ranked_probability,
-                {n: sel.neighbour_probability(by_id[n]) for n in placed},
-            )
+            final = sel.place(final, placed, reqs, rank_of)
     ranked = dedupe(rec.to_dataset.get(g, normalise_id(g)) for g in final)
     return score_instance(ranked, set(rec.truth))
 

@@ -14,8 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from spider.select.base import Candidate, SelectionRequest, Selector
+
+if TYPE_CHECKING:
+    from spider.expand import Admission
 
 WEIGHTS_FILE = Path(__file__).with_name("offline_weights.json")
 
@@ -71,6 +75,25 @@ class OfflineSelector(Selector):
     def ranked_probability(self, rank: int) -> float:
         """Estimated probability that the first-stage item at ``rank`` must be edited."""
         return _sigmoid(logit(self.weights.ranked, {"log_rank": math.log(max(rank, 1))}))
+
+    def place(
+        self,
+        final: Sequence[str],
+        placed: Mapping[str, Admission],
+        requests: Sequence[SelectionRequest],
+        rank_of: Mapping[str, int],
+    ) -> list[str]:
+        """Re-place admitted items by estimated probability (see ``order_by_probability``)."""
+        from spider.expand import order_by_probability  # expand imports the selectors
+
+        by_id = {c.id: c for r in requests for c in r.candidates}
+        return order_by_probability(
+            final,
+            placed,
+            rank_of,
+            self.ranked_probability,
+            {n: self.neighbour_probability(by_id[n]) for n in placed},
+        )
 
     def _select(self, requests: Sequence[SelectionRequest]) -> list[list[str]]:
         out: list[list[str]] = []
