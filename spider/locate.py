@@ -11,8 +11,8 @@ from spider.errors import EmptyIssue
 from spider.expand import run_expansion
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason
-from spider.retrieve.fusion import RRF_K, ranks_from_scores, reciprocal_rank_fusion
-from spider.retrieve.signals import MAX_STRENGTH, extract_signals, signal_scores
+from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.settings import EngineSettings
 
@@ -55,14 +55,16 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
         scores["bm25"] = index.lexical().scores(text)
         ranks["bm25"] = ranks_from_scores(scores["bm25"])
     if settings.first_stage == "hybrid":
-        rrf_k = settings.fusion_k
-        fused = reciprocal_rank_fusion(
-            [ranks["dense"], ranks["bm25"]], [settings.fusion_dense, settings.fusion_bm25], rrf_k
+        lists, weights = (
+            [ranks["dense"], ranks["bm25"]],
+            [settings.fusion_dense, settings.fusion_bm25],
         )
-        if settings.fusion_file > 0 and len(fused):
+        if settings.fusion_file > 0 and len(ranks["dense"]):
             file_ranks = ranks_from_scores(index.file_lexical().scores(text))
             ranks["file"] = file_ranks[index.file_of()]
-            fused = fused + settings.fusion_file / (rrf_k + ranks["file"])
+            lists.append(ranks["file"])
+            weights.append(settings.fusion_file)
+        fused = reciprocal_rank_fusion(lists, weights, settings.fusion_k)
     else:
         fused = scores[settings.first_stage].astype(np.float64)
     evidence: dict[int, str] = {}
@@ -74,11 +76,7 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
         sig_arr = np.asarray(sig, dtype=np.float64)
         has = sig_arr > 0
         if has.any():
-            # a bonus in proportion to the evidence: a stack frame counts like a rank-1 hit
-            # of a ranker of weight ``fusion_signals``; a mentioned file much less
-            rank1 = (settings.fusion_k if settings.first_stage == "hybrid" else RRF_K) + 1
-            bonus = settings.fusion_signals * sig_arr / (MAX_STRENGTH * rank1)
-            fused = fused + np.where(has, bonus, 0.0)
+            fused = fused + signal_bonus(sig_arr, settings.fusion_signals, settings.fusion_k)
             ranks["signals"] = np.where(has, ranks_from_scores(sig_arr), 0)
     order = np.argsort(-fused, kind="stable")
     return FirstStage(settings.first_stage, order, fused, ranks, evidence, sig_arr)

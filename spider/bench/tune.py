@@ -21,8 +21,8 @@ import numpy as np
 from spider.bench.dataset import Instance
 from spider.bench.ids import dataset_id_map
 from spider.bench.runner import RepoResolver, ground_truth
-from spider.retrieve.fusion import ranks_from_scores
-from spider.retrieve.signals import MAX_STRENGTH, extract_signals, signal_scores
+from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
 from spider.settings import EngineSettings
 from spider.source import GitSource
 
@@ -76,13 +76,11 @@ def collect(
 
 def fused(x: dict[str, Any], p: dict[str, float]) -> np.ndarray:
     """The first-stage score of every function under parameters ``p`` (as spider.locate)."""
-    k = p["fusion_k"]
-    return (
-        p["fusion_dense"] / (k + x["rd"])
-        + p["fusion_bm25"] / (k + x["rb"])
-        + p["fusion_file"] / (k + x["rf"])
-        + p["fusion_signals"] * x["sig"] / (MAX_STRENGTH * (k + 1))
+    k = int(p["fusion_k"])
+    rrf = reciprocal_rank_fusion(
+        [x["rd"], x["rb"], x["rf"]], [p["fusion_dense"], p["fusion_bm25"], p["fusion_file"]], k
     )
+    return rrf + signal_bonus(x["sig"], p["fusion_signals"], k)
 
 
 def score(rows: Sequence[dict[str, Any]], p: dict[str, float]) -> dict[str, float]:

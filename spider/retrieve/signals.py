@@ -11,6 +11,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from spider.graph.model import CodeGraph
 
 SOURCE_EXT = r"py|pyi|java|kt|kts|js|jsx|mjs|cjs|ts|tsx|go|rs|cs|rb|php|c|h|cc|cpp|cxx|hpp|hh"
@@ -83,6 +85,12 @@ STRENGTH = {
     "file": 0.5,  # a function in a file the issue names
 }
 MAX_STRENGTH = max(STRENGTH.values())
+
+
+def signal_bonus(strength: np.ndarray, weight: float, rrf_k: int) -> np.ndarray:
+    """Fusion bonus in proportion to the evidence: the strongest signal (a stack frame)
+    counts like a rank-1 hit of a ranker of weight ``weight``; a mentioned file much less."""
+    return weight * strength / (MAX_STRENGTH * (rrf_k + 1))
 
 
 @dataclass
