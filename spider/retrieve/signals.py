@@ -28,9 +28,12 @@ _RUST_FRAME = re.compile(r"(?:at |panicked at )'?((?:[\w.-]+/)*[\w.-]+\.rs):(\d+
 _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 _FENCE = re.compile(r"```.*?```", re.DOTALL)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\(")
 
 MIN_NAME_CHARS = 3  # shorter names (`x`, `id`) match too much to count as a mention
 MAX_NAME_MATCHES = 8  # a short name defined more often than this is too ambiguous to use
+MAX_MEMBER_CLASSES = 2  # a class name defined more often than this is too ambiguous to use
+MIN_COMPONENT_CHARS = 3  # `_print_Sum` counts for `Sum`; shorter components match too much
 COMMON_NAMES = frozenset(
     {
         "__init__",
@@ -82,6 +85,8 @@ STRENGTH = {
     "qualified": 3.0,  # `Class.method` / `module.func` mentioned
     "backtick": 2.5,  # a name in backticks or a code block
     "name": 1.5,  # a bare identifier in prose matching a defined name
+    "member": 1.0,  # a method of a class the issue names (`Mod(x, 2)` -> Mod.eval, Mod.doit)
+    "component": 1.0,  # a name built around a mentioned one (`SeqFormula` -> _print_SeqFormula)
     "file": 0.5,  # a function in a file the issue names
 }
 MAX_STRENGTH = max(STRENGTH.values())
@@ -136,6 +141,7 @@ def extract_signals(text: str) -> IssueSignals:
         sig.code_names.update(_IDENT.findall(part))
     prose = _FENCE.sub(" ", text)
     sig.prose_names.update(n for n in _IDENT.findall(prose) if looks_like_code(n))
+    sig.prose_names.update(_CALL.findall(prose))  # call-shaped: `Mod(x, 2)`, `idiff(...)`
     return sig
 
 
@@ -147,6 +153,9 @@ class NameTable:
         self.by_short: dict[str, list[int]] = defaultdict(list)
         self.by_qual: dict[str, list[int]] = defaultdict(list)
         self.by_class: dict[str, list[int]] = defaultdict(list)
+        self.by_component: dict[str, list[int]] = defaultdict(list)
+        self.by_scope: dict[str, list[int]] = defaultdict(list)  # enclosing name -> members
+        self.scopes: dict[str, set[str]] = defaultdict(set)  # enclosing name -> where defined
         self.by_path: dict[str, list[int]] = defaultdict(list)
         self.lines: list[tuple[str, int, int]] = []
         g = graph.g
@@ -159,6 +168,13 @@ class NameTable:
             if len(parts) > 1:
                 self.by_qual[".".join(parts[-2:])].append(i)
                 self.by_class[parts[-2]].append(i)
+            for depth, scope in enumerate(parts[:-1]):  # Mod.eval.doit is a member of Mod
+                self.by_scope[scope].append(i)
+                self.scopes[scope].add(f"{path}:{'.'.join(parts[: depth + 1])}")
+            comps = [c for c in parts[-1].split("_") if len(c) >= MIN_COMPONENT_CHARS]
+            if len(comps) > 1 or (comps and comps[0] != parts[-1]):
+                for c in set(comps):
+                    self.by_component[c].append(i)
             module = path.rsplit(".", 1)[0].replace("/", ".")
             self.by_qual[f"{module.rsplit('.', 1)[-1]}.{parts[-1]}"].append(i)
             self.by_path[path].append(i)
@@ -241,4 +257,11 @@ def signal_scores(
             if hits and not _ambiguous(hits):
                 for i in hits:
                     bump(i, kind, short)
+            if 0 < len(table.scopes.get(short, ())) <= MAX_MEMBER_CLASSES:
+                for i in table.by_scope[short]:
+                    bump(i, "member", f"class {short}")
+            comp = table.by_component.get(short, [])
+            if short[:1].isupper() and comp and not _ambiguous(comp):
+                for i in comp:
+                    bump(i, "component", short)
     return score, why

@@ -90,3 +90,50 @@ def test_plain_english_words_in_prose_are_not_identifiers() -> None:
     assert score == [0.0]
     score, _ = signal_scores(table, extract_signals("the `settings` are ignored"), 1)
     assert score == [2.5]
+
+
+def _table(funcs: list[tuple[str, str]]) -> tuple[NameTable, list[str]]:
+    g = CodeGraph()
+    ids = [f"{path}:{name}" for path, name in funcs]
+    for (path, name), nid in zip(funcs, ids, strict=True):
+        g.add_node(nid, kind="function", path=path, name=name, start_line=1, end_line=2)
+    return NameTable(g, ids), ids
+
+
+def test_call_shaped_mention_marks_the_methods_of_that_class() -> None:
+    table, ids = _table(
+        [
+            ("sympy/core/mod.py", "Mod.eval"),
+            ("sympy/core/mod.py", "Mod.doit"),
+            ("sympy/core/mod.py", "gcd_terms"),
+            ("sympy/core/add.py", "Add.eval"),
+        ]
+    )
+    score, why = signal_scores(table, extract_signals("Mod(x**2, x) is not always 0"), len(ids))
+    assert score[:2] == [1.0, 1.0] and why[0] == "member: class Mod"
+    assert score[2:] == [0.0, 0.0]
+    # plain prose without code shape or a call is not a mention
+    score, _ = signal_scores(table, extract_signals("Mod is not always 0"), len(ids))
+    assert score == [0.0] * 4
+
+
+def test_class_defined_in_many_files_is_too_ambiguous_for_members() -> None:
+    table, ids = _table([(f"m{i}.py", "Printer.emit") for i in range(3)])
+    score, _ = signal_scores(table, extract_signals("`Printer` drops output"), len(ids))
+    assert score == [0.0, 0.0, 0.0]
+
+
+def test_name_built_around_a_mentioned_name() -> None:
+    table, ids = _table(
+        [
+            ("sympy/printing/latex.py", "LatexPrinter._print_SeqFormula"),
+            ("sympy/printing/latex.py", "LatexPrinter._print_Sum"),
+            ("sympy/series/sequences.py", "SeqFormula.formula"),
+        ]
+    )
+    score, why = signal_scores(
+        table, extract_signals("Display of SeqFormula() in the notebook"), len(ids)
+    )
+    assert score[0] == 1.0 and why[0] == "component: SeqFormula"
+    assert score[1] == 0.0
+    assert score[2] == 1.0 and why[2] == "member: class SeqFormula"
