@@ -57,6 +57,10 @@ class IndexFormatError(PermanentError):
     """A saved graph or cache file could not be read back."""
 
 
+class WeightsFormatError(PermanentError):
+    """A shipped or given coefficients file is missing, malformed or names unknown features."""
+
+
 class ModelLoadError(PermanentError):
     """The sentence-transformers model could not be loaded without a network."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -11,6 +11,7 @@ from spider.errors import EmptyIssue
 from spider.expand import run_expansion
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason
+from spider.rerank import rerank_head
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
 from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
 from spider.select import OfflineSelector, Selector, make_selector
@@ -27,6 +28,7 @@ class FirstStage:
     ranks: dict[str, np.ndarray]  # per ranker: 1-based rank of every function
     evidence: dict[int, str]  # function index -> strongest issue signal, in words
     signal: np.ndarray | None = None  # issue-signal strength per function (0 = none)
+    raw: dict[str, np.ndarray] = field(default_factory=dict)  # per ranker: raw score
 
     def item_features(self, ids: list[str], pool: int) -> dict[str, dict[str, float]]:
         """Per-item first-stage features of the top ``pool`` items, for the selector."""
@@ -79,7 +81,10 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
             fused = fused + signal_bonus(sig_arr, settings.fusion_signals, settings.fusion_k)
             ranks["signals"] = np.where(has, ranks_from_scores(sig_arr), 0)
     order = np.argsort(-fused, kind="stable")
-    return FirstStage(settings.first_stage, order, fused, ranks, evidence, sig_arr)
+    fs = FirstStage(settings.first_stage, order, fused, ranks, evidence, sig_arr, scores)
+    if settings.rerank and settings.first_stage == "hybrid":
+        fs.order = rerank_head(index, fs, settings.k)
+    return fs
 
 
 def evidence_reason(evidence: str) -> Reason:

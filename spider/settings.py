@@ -117,6 +117,11 @@ class EngineSettings(BaseSettings):
     signals: bool = Field(
         True, description="fuse names, paths and stack frames found in the issue (hybrid only)"
     )
+    rerank: bool = Field(
+        True,
+        description="order the first-stage top K by the fitted head model (spider/rerank.py; "
+        "hybrid only): the same K functions, likelier ones first",
+    )
 
     # --- graph ---
     invokes_max_candidates: int = Field(

@@ -371,6 +371,34 @@ def fit(
         typer.echo(f"wrote {WEIGHTS_FILE}")
 
 
+@bench_app.command("fit-rerank")
+def fit_rerank(
+    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
+    repos: Annotated[str, typer.Option("--repos", "-r")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="per-instance features go here")],
+    cache_dir: CacheOpt = None,
+    only_repo: Annotated[str | None, typer.Option("--only-repo")] = None,
+    k: KOpt = 20,
+    write_weights: Annotated[
+        bool, typer.Option("--write-weights", help="overwrite the shipped rerank weights")
+    ] = False,
+) -> None:
+    """Fit the head re-ranker by leave-one-repository-out CV on dev data only."""
+    from spider.bench import fit_rerank as fitting
+    from spider.rerank import WEIGHTS_FILE
+
+    rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
+    data = fitting.collect(rows, template_resolver(repos), _settings(k, cache_dir), out)
+    if not data:
+        raise _fail("no instance could be collected")
+    cv = fitting.cross_validate(data, k)
+    (out / "fit-rerank-cv.json").write_text(json.dumps(cv, indent=2))
+    typer.echo(json.dumps(cv, indent=2))
+    if write_weights:
+        fitting.write_weights(fitting.fit(data), cv, _command_line(), WEIGHTS_FILE)
+        typer.echo(f"wrote {WEIGHTS_FILE}")
+
+
 @bench_app.command("tune")
 def tune(
     dataset: Annotated[Path, typer.Option("--dataset", "-d")],

@@ -32,12 +32,20 @@ METHODS: dict[str, dict[str, Any]] = {
         "fusion_bm25": 1.0,
         "fusion_file": 0.0,
         "selector": "none",
+        "rerank": False,
     },
     # the product's first stage: tuned fusion + file-level BM25 + issue signals, no expansion
-    "first-stage": {"selector": "none"},
-    # the product's first stage, then expansion with the offline selector, paper placement
-    "expand-contains": {"edges": CONTAINS, "selector": "offline", "placement": "centre"},
-    "expand-both": {"edges": BOTH, "selector": "offline", "placement": "centre"},
+    "first-stage": {"selector": "none", "rerank": False},
+    # that first stage, then expansion with the offline selector, paper placement
+    "expand-contains": {
+        "edges": CONTAINS,
+        "selector": "offline",
+        "placement": "centre",
+        "rerank": False,
+    },
+    "expand-both": {"edges": BOTH, "selector": "offline", "placement": "centre", "rerank": False},
+    # the first stage with its top K re-sorted by the head model (spider.rerank)
+    "rerank": {"selector": "none"},
     "spider-contains": {"first_stage": "dense", "edges": CONTAINS, "selector": "offline"},
     "spider-invokes": {"first_stage": "dense", "edges": INVOKES, "selector": "offline"},
     "spider-both": {"first_stage": "dense", "edges": BOTH, "selector": "offline"},

@@ -1,0 +1,142 @@
+"""Fit the head model of ``spider.rerank`` by grouped cross-validation on dev data only.
+
+    spider bench fit-rerank --dataset FILE --repos TEMPLATE --out DIR [--write-weights]
+
+Per instance the default first stage runs once without re-ranking, and the features of its
+top ``POOL`` functions are stored with their labels (``DIR/<instance>.npz``; the expensive
+part, resumable). A logistic model p(edited | features) is then fitted with
+leave-one-repository-out CV: each repository's top K is re-sorted by a model that never saw
+it, and MRR@K before and after is reported. The shipped weights are fitted on every
+collected instance; the CV figures go into the weights file beside the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import numpy as np
+
+from spider.bench.dataset import Instance
+from spider.bench.ids import dataset_id_map
+from spider.bench.runner import RepoResolver, ground_truth
+from spider.rerank import FEATURES, RerankWeights
+from spider.settings import EngineSettings
+from spider.source import GitSource
+
+log = logging.getLogger(__name__)
+
+POOL = 100  # first-stage items per instance that teach the model (positives are rare)
+L2_C = 0.01  # inverse L2 strength on standardised features: strong, there are few positives
+
+
+def collect(
+    instances: Sequence[Instance], resolve: RepoResolver, settings: EngineSettings, out: Path
+) -> list[dict[str, Any]]:
+    """Features and labels of each instance's first-stage top ``POOL`` (cached in ``out``)."""
+    from spider.index import build_index
+    from spider.locate import first_stage
+    from spider.rerank import item_features
+
+    out.mkdir(parents=True, exist_ok=True)
+    plain = settings.model_copy(update={"rerank": False})
+    rows: list[dict[str, Any]] = []
+    for inst in instances:
+        path = out / f"{inst.instance_id}.npz"
+        if not path.exists():
+            source = GitSource(resolve(inst), inst.base_commit)
+            index = build_index(source, plain)
+            truth, _ = ground_truth(inst, index.graph, source)
+            id_map = dataset_id_map(index.graph)
+            fs = first_stage(index, inst.issue(), plain)
+            head = [int(i) for i in fs.order[:POOL]]
+            wanted = set(truth)
+            np.savez(
+                path,
+                x=item_features(index, fs, head),
+                y=np.array([id_map[index.function_ids[i]] in wanted for i in head]),
+                ngt=len(wanted),
+                repo=inst.repo,
+            )
+            log.info("collected %s", inst.instance_id)
+        data = dict(np.load(path))
+        if list(data["x"].shape[1:]) != [len(FEATURES)]:
+            raise ValueError(f"{path} holds other features; delete {out} and collect again")
+        data["repo"] = str(data["repo"])
+        data["instance_id"] = inst.instance_id
+        if int(data["ngt"]) > 0:
+            rows.append(data)
+    return rows
+
+
+def fit(rows: Sequence[dict[str, Any]], c: float = L2_C) -> RerankWeights:
+    """Logistic fit on standardised features, returned on the raw feature scale."""
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.vstack([r["x"] for r in rows])
+    y = np.concatenate([r["y"] for r in rows]).astype(int)
+    mu, sd = x.mean(0), x.std(0)
+    sd[sd == 0] = 1.0
+    model = LogisticRegression(C=c, max_iter=5000).fit((x - mu) / sd, y)
+    w = model.coef_[0] / sd
+    bias = float(model.intercept_[0] - (w * mu).sum())
+    return RerankWeights(coef={n: float(v) for n, v in zip(FEATURES, w, strict=True)}, bias=bias)
+
+
+def _mrr(labels: np.ndarray, k: int) -> float:
+    hits = np.flatnonzero(labels[:k])
+    return 1.0 / (hits[0] + 1) if len(hits) else 0.0
+
+
+def reordered_mrr(row: dict[str, Any], weights: RerankWeights | None, k: int) -> float:
+    """MRR@k of one instance's top k, as first-stage order or re-sorted by ``weights``."""
+    y = row["y"][:k]
+    if weights is None:
+        return _mrr(y, k)
+    order = np.argsort(-weights.logits(row["x"][:k]), kind="stable")
+    return _mrr(y[order], k)
+
+
+def cross_validate(rows: Sequence[dict[str, Any]], k: int, c: float = L2_C) -> dict[str, Any]:
+    """Leave-one-repository-out MRR@k of the re-sorted head, per repository and overall."""
+    repos = sorted({r["repo"] for r in rows})
+    before: dict[str, list[float]] = {}
+    after: dict[str, list[float]] = {}
+    for held in repos:
+        w = fit([r for r in rows if r["repo"] != held], c)
+        test = [r for r in rows if r["repo"] == held]
+        before[held] = [reordered_mrr(r, None, k) for r in test]
+        after[held] = [reordered_mrr(r, w, k) for r in test]
+    every_before = [v for vs in before.values() for v in vs]
+    every_after = [v for vs in after.values() for v in vs]
+    return {
+        "instances": len(rows),
+        "folds": "leave one repository out",
+        "C": c,
+        f"MRR@{k} first stage": round(fmean(every_before), 4),
+        f"MRR@{k} re-ranked (cv)": round(fmean(every_after), 4),
+        "by_repo": {
+            rp: {
+                "n": len(before[rp]),
+                "before": round(fmean(before[rp]), 4),
+                "after": round(fmean(after[rp]), 4),
+            }
+            for rp in repos
+        },
+    }
+
+
+def write_weights(weights: RerankWeights, cv: dict[str, Any], command: str, path: Path) -> None:
+    """Write the weights file ``spider.rerank`` ships with."""
+    data = {
+        "comment": "Fitted by `spider bench fit-rerank` on the dev set only; see README.",
+        "command": command,
+        "cv": {k: v for k, v in cv.items() if k != "by_repo"},
+        "bias": round(weights.bias, 5),
+        "coef": {n: round(v, 5) for n, v in weights.coef.items()},
+    }
+    path.write_text(json.dumps(data, indent=2) + "\n")

@@ -1,0 +1,133 @@
+"""The head re-ranker: same top K, re-sorted by the logistic head model; weights files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spider.errors import WeightsFormatError
+from spider.index import Index, build_index
+from spider.locate import first_stage, locate
+from spider.models import Issue
+from spider.rerank import FEATURES, RerankWeights, default_weights, item_features, rerank_head
+from spider.settings import EngineSettings
+from spider.source import DirectorySource
+
+FILES = {
+    "shop/cart.py": '''
+class Cart:
+    """A shopping cart."""
+
+    def __init__(self):
+        self.items = []
+
+    def add_item(self, sku, quantity):
+        """Add quantity of sku; negative quantities must be rejected."""
+        self.items.append((sku, quantity))
+
+    def _check(self, quantity):
+        return quantity
+
+    def total(self):
+        subtotal = 0
+        for sku, q in self.items:
+            subtotal += price_of(sku) * q
+        subtotal = round(subtotal, 2)
+        subtotal = max(subtotal, 0)
+        return apply_discount(subtotal)
+
+
+def price_of(sku):
+    return {"apple": 3, "pear": 4}.get(sku, 0)
+''',
+    "shop/pricing.py": '''
+def apply_discount(amount):
+    """Ten percent off above 100."""
+    if amount > 100:
+        return amount * 0.9
+    return amount
+
+
+def format_price(amount):
+    return f"${amount:.2f}"
+''',
+}
+ISSUE = Issue("Cart total is negative", "Adding -3 apples via add_item makes the total negative.")
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    root = tmp_path_factory.mktemp("shop")
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text.lstrip("\n"))
+    settings = EngineSettings(cache_dir=tmp_path_factory.mktemp("cache"), k=4)
+    return build_index(DirectorySource(root), settings)
+
+
+def _ids(index: Index, order: np.ndarray) -> list[str]:
+    return [index.function_ids[int(i)] for i in order]
+
+
+def test_features_describe_each_item(index: Index) -> None:
+    fs = first_stage(index, ISSUE, index.settings.model_copy(update={"rerank": False}))
+    ids = index.function_ids
+    x = item_features(index, fs, [int(i) for i in fs.order])
+    assert x.shape == (len(ids), len(FEATURES))
+    col = {name: x[:, j] for j, name in enumerate(FEATURES)}
+    assert col["log_rank"][0] == 0.0  # the first item has rank 1
+    by_id = dict(zip(_ids(index, fs.order), range(len(ids)), strict=True))
+    assert col["init"][by_id["shop/cart.py:Cart.__init__"]] == 1.0
+    assert col["private"][by_id["shop/cart.py:Cart._check"]] == 1.0
+    assert col["private"][by_id["shop/cart.py:Cart.__init__"]] == 0.0
+    total = by_id["shop/cart.py:Cart.total"]
+    assert col["log_lines"][total] == pytest.approx(np.log(7))
+    assert col["bm25_share"].max() == pytest.approx(1.0) and col["dense_gap"].max() == 0.0
+    # every function of cart.py shares the file's best rank; total calls price_of
+    cart = [by_id[i] for i in by_id if i.startswith("shop/cart.py")]
+    assert len({col["log_file_best"][j] for j in cart}) == 1
+    price_rank = _ids(index, fs.order).index("shop/cart.py:price_of") + 1
+    assert col["log_neighbour_best"][total] <= np.log(price_rank) + 1e-9
+
+
+def test_rerank_keeps_the_top_k_and_sorts_it_by_the_model(index: Index) -> None:
+    fs = first_stage(index, ISSUE, index.settings.model_copy(update={"rerank": False}))
+    longest_first = RerankWeights(coef={"log_lines": 10.0})
+    new = rerank_head(index, fs, 4, longest_first)
+    assert sorted(new[:4].tolist()) == sorted(fs.order[:4].tolist())
+    assert new[4:].tolist() == fs.order[4:].tolist()
+    lines = [
+        index.graph.g.nodes[n]["end_line"] - index.graph.g.nodes[n]["start_line"]
+        for n in _ids(index, new[:4])
+    ]
+    assert lines == sorted(lines, reverse=True)
+    # the head model never changes which K functions are reported
+    off = locate(index, ISSUE, index.settings.model_copy(update={"rerank": False}))
+    on = locate(index, ISSUE, index.settings)
+    assert {h.id for h in off.hits} == {h.id for h in on.hits} and len(on.hits) == 4
+
+
+def test_shipped_weights_load_and_name_known_features() -> None:
+    w = default_weights()
+    assert set(w.coef) <= set(FEATURES) and w.coef
+    assert "command" in w.meta and "spider bench fit-rerank" in str(w.meta["command"])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "cannot read rerank weights"),
+        (json.dumps({"bias": 0.0}), "cannot read rerank weights"),
+        (json.dumps({"coef": {"colour": 1.0}}), "unknown features"),
+    ],
+)
+def test_bad_weights_file_is_a_clear_error(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "w.json"
+    path.write_text(content)
+    with pytest.raises(WeightsFormatError, match=message):
+        RerankWeights.load(path)
+    with pytest.raises(WeightsFormatError, match="cannot read"):
+        RerankWeights.load(tmp_path / "missing.json")
