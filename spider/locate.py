@@ -132,13 +132,16 @@ def locate(
     t2 = time.perf_counter()
     hits: list[Hit] = []
     g = index.graph.g
+    fused_rank = ranks_from_scores(fs.scores)  # the fusion's own rank, before re-ranking
     for node_id in final:
         a = g.nodes[node_id]
         reasons: list[Reason] = []
         adm = placed.get(node_id)
         if adm is not None:
             reasons.append(Reason(kind="expand", centre=adm.centre, edge=adm.edge, hops=adm.hops))
-        reasons.append(_first_stage_reason(fs, pos[node_id], rank_of[node_id], score_of[node_id]))
+        reasons.append(
+            _first_stage_reason(fs, pos[node_id], int(fused_rank[pos[node_id]]), score_of[node_id])
+        )
         ev = fs.evidence.get(pos[node_id])
         if ev is not None:
             reasons.append(evidence_reason(ev))

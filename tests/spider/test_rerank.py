@@ -108,6 +108,10 @@ def test_rerank_keeps_the_top_k_and_sorts_it_by_the_model(index: Index) -> None:
     off = locate(index, ISSUE, index.settings.model_copy(update={"rerank": False}))
     on = locate(index, ISSUE, index.settings)
     assert {h.id for h in off.hits} == {h.id for h in on.hits} and len(on.hits) == 4
+    # a hit's reason keeps the fusion's own rank, wherever the head model put it
+    fused = {h.id: h.reasons[0].rank for h in off.hits}
+    assert {h.id: h.reasons[0].rank for h in on.hits} == fused
+    assert sorted(fused.values()) == [1, 2, 3, 4]
 
 
 def test_shipped_weights_load_and_name_known_features() -> None:
