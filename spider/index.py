@@ -206,7 +206,8 @@ def build_index(
     progress: bool = False,
     embed: bool | None = None,
 ) -> Index:
-    """Parse (or load) the graph and, when the first stage is dense or hybrid, embed.
+    """Parse (or load) the graph, embed (dense or hybrid first stage) and build the BM25
+    indexes (bm25 or hybrid), so that a query only ranks.
 
     ``embed=False`` defers embedding to the first query that needs it.
     """
@@ -223,5 +224,11 @@ def build_index(
         embed = settings.first_stage in ("dense", "hybrid")
     if embed:
         index.vectors()
+    if settings.first_stage in ("bm25", "hybrid"):
+        index.lexical()  # part of indexing, not of the first query (sympy: seconds)
+        if settings.first_stage == "hybrid" and settings.fusion_file > 0:
+            t1 = time.perf_counter()
+            index.file_lexical()
+            index.stats["file_bm25_seconds"] = round(time.perf_counter() - t1, 3)
     index.stats["index_seconds"] = round(time.perf_counter() - t0, 3)
     return index

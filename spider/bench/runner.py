@@ -191,8 +191,7 @@ def run_instance(
 
     t0 = time.perf_counter()
     source = GitSource(repo_path, inst.base_commit)
-    index = build_index(source, base, embed=False)
-    graph_s = time.perf_counter() - t0
+    index = build_index(source, base, embed=False)  # graph + BM25 indexes
     if dense:
         index.vectors()
     cold_s = time.perf_counter() - t0
@@ -208,7 +207,8 @@ def run_instance(
     known = set(id_map.values())
     index_info = {
         "functions": stats.get("functions"),
-        "graph_seconds": _round(graph_s),
+        "graph_seconds": stats.get("graph_seconds"),
+        "bm25_seconds": stats.get("bm25_seconds"),
         "graph_cached": stats.get("graph_cached"),
         "cold_seconds": _round(cold_s),
         "warm_seconds": _round(warm_s) if warm_s is not None else None,
