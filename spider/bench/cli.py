@@ -425,6 +425,12 @@ def markdown(
     method: Annotated[
         str | None, typer.Option("--per-repo", help="also this method's per-repository table")
     ] = None,
+    only_repo: Annotated[
+        str | None, typer.Option("--only-repo", help="average over these repositories only")
+    ] = None,
+    skip_repo: Annotated[
+        str | None, typer.Option("--skip-repo", help="average over all but these repositories")
+    ] = None,
 ) -> None:
     """Print a finished run's tables as Markdown (as pasted into the README)."""
     from spider.bench.report import markdown_report
@@ -432,7 +438,10 @@ def markdown(
     path = out / SUMMARY
     if not path.exists():
         raise _fail(f"no {SUMMARY} in {out}")
-    typer.echo(markdown_report(json.loads(path.read_text(encoding="utf-8")), method))
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    typer.echo(
+        markdown_report(summary, method, _split(only_repo) or (), _split(skip_repo) or ())
+    )
 
 
 def main() -> None:

@@ -21,3 +21,20 @@ def test_markdown_report_has_per_repo_and_provenance() -> None:
     text = markdown_report(summary, "bm25")
     assert "| bm25: repository |" in text and "| a/b | 1 |" in text
     assert text.endswith("`spider bench x` · d · m")
+
+
+def test_repository_subsets_average_over_their_instances() -> None:
+    summary = {
+        "methods": {"bm25": {"n": 4, "R@20": 0.5}},
+        "per_repo": {
+            "bm25": {
+                "a/big": {"n": 3, "R@20": 0.0, "MRR@20": 0.0},
+                "c/small": {"n": 1, "R@20": 1.0, "MRR@20": 0.5},
+                "d/other": {"n": 2, "R@20": 0.5, "MRR@20": 1.0},
+            }
+        },
+    }
+    only = markdown_report(summary, only=["a/big", "c/small"])
+    assert "| bm25 | 4 | 0.000 | 0.000 | 0.000 | 0.250 | 0.000 | 0.125 |" in only
+    skip = markdown_report(summary, skip=["a/big"])
+    assert "| bm25 | 3 | 0.000 | 0.000 | 0.000 | 0.667 | 0.000 | 0.833 |" in skip
