@@ -83,7 +83,7 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
     order = np.argsort(-fused, kind="stable")
     fs = FirstStage(settings.first_stage, order, fused, ranks, evidence, sig_arr, scores)
     if settings.rerank and settings.first_stage == "hybrid":
-        fs.order = rerank_head(index, fs, settings.k)
+        fs.order = rerank_head(index, fs, settings.k, issue=issue)
     return fs
 
 

@@ -30,6 +30,7 @@ from spider.errors import WeightsFormatError
 if TYPE_CHECKING:
     from spider.index import Index
     from spider.locate import FirstStage
+    from spider.models import Issue
 
 WEIGHTS_FILE = Path(__file__).with_name("rerank_weights.json")
 RANK_CAP = 1000  # ranks beyond this carry no more information; keeps features repo-size free
@@ -38,6 +39,8 @@ FEATURES = (
     "log_dense_rank",
     "log_bm25_rank",
     "log_file_rank",  # rank of the function's file by file-level BM25
+    "log_title_dense_rank",  # dense rank for the issue title alone
+    "log_title_bm25_rank",  # BM25 rank for the issue title alone
     "bm25_share",  # BM25 score / best BM25 score of the query: how strong the word match is
     "dense_gap",  # cosine similarity minus the best one of the query
     "log_lines",  # length of the function
@@ -91,9 +94,27 @@ def _log_rank(r: float) -> float:
     return math.log(min(max(r, 1.0), RANK_CAP))
 
 
-def item_features(index: Index, fs: FirstStage, items: Sequence[int]) -> np.ndarray:
+def _title_ranks(index: Index, fs: FirstStage, title: str) -> dict[str, np.ndarray]:
+    """Dense and BM25 ranks of every function for the title alone (the issue's summary)."""
+    from spider.retrieve.fusion import ranks_from_scores
+
+    out: dict[str, np.ndarray] = {}
+    title = title.strip()
+    if not title or not index.function_ids:
+        return out
+    if "dense" in fs.ranks:
+        out["dense"] = ranks_from_scores(index.vectors() @ index.encoder().encode_query(title))
+    if "bm25" in fs.ranks:
+        out["bm25"] = ranks_from_scores(index.lexical().scores(title))
+    return out
+
+
+def item_features(
+    index: Index, fs: FirstStage, items: Sequence[int], issue: Issue | None = None
+) -> np.ndarray:
     """Feature rows (``FEATURES`` order) for the function indices ``items`` of ``fs``."""
     ids = index.function_ids
+    title = _title_ranks(index, fs, issue.title) if issue is not None else {}
     n = len(ids)
     rank = np.empty(n, dtype=np.int64)
     rank[fs.order] = np.arange(1, n + 1)
@@ -115,8 +136,8 @@ def item_features(index: Index, fs: FirstStage, items: Sequence[int]) -> np.ndar
         near_ranks = [rank[pos[m]] for m in near if m in pos]
         lines = int(attrs.get("end_line", 0)) - int(attrs.get("start_line", 0)) + 1
 
-        def ranked(name: str, i: int = i) -> float:
-            r = fs.ranks.get(name)
+        def ranked(name: str, i: int = i, ranks: Mapping[str, np.ndarray] = fs.ranks) -> float:
+            r = ranks.get(name)
             return _log_rank(float(r[i])) if r is not None else _log_rank(RANK_CAP)
 
         rows.append(
@@ -125,6 +146,8 @@ def item_features(index: Index, fs: FirstStage, items: Sequence[int]) -> np.ndar
                 ranked("dense"),
                 ranked("bm25"),
                 ranked("file"),
+                ranked("dense", ranks=title),
+                ranked("bm25", ranks=title),
                 float(raw_b[i]) / top_b if raw_b is not None and top_b > 0 else 0.0,
                 float(raw_d[i]) - top_d if raw_d is not None else 0.0,
                 math.log(max(lines, 1)),
@@ -139,13 +162,17 @@ def item_features(index: Index, fs: FirstStage, items: Sequence[int]) -> np.ndar
 
 
 def rerank_head(
-    index: Index, fs: FirstStage, k: int, weights: RerankWeights | None = None
+    index: Index,
+    fs: FirstStage,
+    k: int,
+    weights: RerankWeights | None = None,
+    issue: Issue | None = None,
 ) -> np.ndarray:
     """``fs.order`` with its first ``k`` items re-sorted by estimated probability of an edit."""
     weights = weights or default_weights()
     head = fs.order[:k]
     if len(head) < 2:
         return fs.order
-    logits = weights.logits(item_features(index, fs, [int(i) for i in head]))
+    logits = weights.logits(item_features(index, fs, [int(i) for i in head], issue))
     new_head = head[np.argsort(-logits, kind="stable")]
     return np.concatenate([new_head, fs.order[k:]])

@@ -395,7 +395,8 @@ def fit_rerank(
     (out / "fit-rerank-cv.json").write_text(json.dumps(cv, indent=2))
     typer.echo(json.dumps(cv, indent=2))
     if write_weights:
-        fitting.write_weights(fitting.fit(data), cv, _command_line(), WEIGHTS_FILE)
+        weights = fitting.fit(data, cv["C"], cv["pool"])
+        fitting.write_weights(weights, cv, _command_line(), WEIGHTS_FILE)
         typer.echo(f"wrote {WEIGHTS_FILE}")
 
 

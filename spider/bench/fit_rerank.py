@@ -4,10 +4,12 @@
 
 Per instance the default first stage runs once without re-ranking, and the features of its
 top ``POOL`` functions are stored with their labels (``DIR/<instance>.npz``; the expensive
-part, resumable). A logistic model p(edited | features) is then fitted with
-leave-one-repository-out CV: each repository's top K is re-sorted by a model that never saw
-it, and MRR@K before and after is reported. The shipped weights are fitted on every
-collected instance; the CV figures go into the weights file beside the command line.
+part, resumable). A logistic model p(edited | features) is fitted on the top ``pool`` items
+of each instance with L2 strength ``C``; (pool, C) is chosen from ``GRID`` by
+leave-one-repository-out CV. The reported figure is *nested*: each repository's top K is
+re-sorted by a model whose (pool, C) and coefficients were chosen without it, so the choice
+itself is cross-validated. The shipped weights use the choice made on every instance; the
+CV figures go into the weights file beside the command line.
 """
 
 from __future__ import annotations
@@ -30,8 +32,11 @@ from spider.source import GitSource
 
 log = logging.getLogger(__name__)
 
-POOL = 100  # first-stage items per instance that teach the model (positives are rare)
-L2_C = 0.01  # inverse L2 strength on standardised features: strong, there are few positives
+POOL = 100  # first-stage items per instance collected (the most any grid point uses)
+L2_C = 0.1  # inverse L2 strength on standardised features (the grid's usual choice)
+GRID: tuple[tuple[int, float], ...] = tuple(
+    (pool, c) for pool in (20, 50, 100) for c in (0.003, 0.01, 0.03, 0.1, 1.0)
+)  # (items per instance that teach the model, inverse L2 strength)
 
 
 def collect(
@@ -52,12 +57,13 @@ def collect(
             index = build_index(source, plain)
             truth, _ = ground_truth(inst, index.graph, source)
             id_map = dataset_id_map(index.graph)
-            fs = first_stage(index, inst.issue(), plain)
+            issue = inst.issue()
+            fs = first_stage(index, issue, plain)
             head = [int(i) for i in fs.order[:POOL]]
             wanted = set(truth)
             np.savez(
                 path,
-                x=item_features(index, fs, head),
+                x=item_features(index, fs, head, issue),
                 y=np.array([id_map[index.function_ids[i]] in wanted for i in head]),
                 ngt=len(wanted),
                 repo=inst.repo,
@@ -73,12 +79,15 @@ def collect(
     return rows
 
 
-def fit(rows: Sequence[dict[str, Any]], c: float = L2_C) -> RerankWeights:
-    """Logistic fit on standardised features, returned on the raw feature scale."""
+def fit(rows: Sequence[dict[str, Any]], c: float = L2_C, pool: int = POOL) -> RerankWeights:
+    """Logistic fit on the top ``pool`` items of each row (standardised features),
+    returned on the raw feature scale."""
     from sklearn.linear_model import LogisticRegression
 
-    x = np.vstack([r["x"] for r in rows])
-    y = np.concatenate([r["y"] for r in rows]).astype(int)
+    x = np.vstack([r["x"][:pool] for r in rows])
+    y = np.concatenate([r["y"][:pool] for r in rows]).astype(int)
+    if len(set(y.tolist())) < 2:  # nothing edited among these items: keep the fused order
+        return RerankWeights(coef=dict.fromkeys(FEATURES, 0.0), bias=-30.0)
     mu, sd = x.mean(0), x.std(0)
     sd[sd == 0] = 1.0
     model = LogisticRegression(C=c, max_iter=5000).fit((x - mu) / sd, y)
@@ -101,29 +110,54 @@ def reordered_mrr(row: dict[str, Any], weights: RerankWeights | None, k: int) ->
     return _mrr(y[order], k)
 
 
-def cross_validate(rows: Sequence[dict[str, Any]], k: int, c: float = L2_C) -> dict[str, Any]:
-    """Leave-one-repository-out MRR@k of the re-sorted head, per repository and overall."""
+def _loro(rows: Sequence[dict[str, Any]], k: int, pool: int, c: float) -> list[float]:
+    """Per-instance MRR@k, each repository re-sorted by a model fitted on the others."""
+    out: list[float] = []
+    for held in sorted({r["repo"] for r in rows}):
+        w = fit([r for r in rows if r["repo"] != held], c, pool)
+        out.extend(reordered_mrr(r, w, k) for r in rows if r["repo"] == held)
+    return out
+
+
+def choose(
+    rows: Sequence[dict[str, Any]], k: int, grid: Sequence[tuple[int, float]] = GRID
+) -> tuple[int, float]:
+    """The (pool, C) with the best leave-one-repository-out MRR@k on ``rows``."""
+    return max(grid, key=lambda g: (round(fmean(_loro(rows, k, *g)), 6), -g[0], -g[1]))
+
+
+def cross_validate(
+    rows: Sequence[dict[str, Any]], k: int, grid: Sequence[tuple[int, float]] = GRID
+) -> dict[str, Any]:
+    """Nested leave-one-repository-out MRR@k of the re-sorted head, per repository and
+    overall, and the (pool, C) chosen on all rows."""
     repos = sorted({r["repo"] for r in rows})
     before: dict[str, list[float]] = {}
     after: dict[str, list[float]] = {}
+    chosen: dict[str, tuple[int, float]] = {}
     for held in repos:
-        w = fit([r for r in rows if r["repo"] != held], c)
+        train = [r for r in rows if r["repo"] != held]
+        chosen[held] = choose(train, k, grid) if len(grid) > 1 else grid[0]
+        w = fit(train, chosen[held][1], chosen[held][0])
         test = [r for r in rows if r["repo"] == held]
         before[held] = [reordered_mrr(r, None, k) for r in test]
         after[held] = [reordered_mrr(r, w, k) for r in test]
+    pool, c = choose(rows, k, grid) if len(grid) > 1 else grid[0]
     every_before = [v for vs in before.values() for v in vs]
     every_after = [v for vs in after.values() for v in vs]
     return {
         "instances": len(rows),
-        "folds": "leave one repository out",
+        "folds": "leave one repository out; (pool, C) chosen inside each fold (nested)",
+        "pool": pool,
         "C": c,
         f"MRR@{k} first stage": round(fmean(every_before), 4),
-        f"MRR@{k} re-ranked (cv)": round(fmean(every_after), 4),
+        f"MRR@{k} re-ranked (nested cv)": round(fmean(every_after), 4),
         "by_repo": {
             rp: {
                 "n": len(before[rp]),
                 "before": round(fmean(before[rp]), 4),
                 "after": round(fmean(after[rp]), 4),
+                "pool, C": list(chosen[rp]),
             }
             for rp in repos
         },

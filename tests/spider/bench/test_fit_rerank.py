@@ -39,17 +39,24 @@ def test_fit_learns_the_informative_feature_on_the_raw_scale() -> None:
 
 def test_reordering_raises_mrr_and_cv_reports_every_fold() -> None:
     assert reordered_mrr(ROWS[0], None, 20) == 1 / 6
-    cv = cross_validate(ROWS, 20, c=1.0)
+    cv = cross_validate(ROWS, 20, grid=[(30, 1.0)])
     assert set(cv["by_repo"]) == {"o/r0", "o/r1", "o/r2"}
-    assert cv["instances"] == 15
-    assert cv["MRR@20 re-ranked (cv)"] > cv["MRR@20 first stage"]
-    assert cv["MRR@20 re-ranked (cv)"] == 1.0
+    assert cv["instances"] == 15 and (cv["pool"], cv["C"]) == (30, 1.0)
+    assert cv["MRR@20 re-ranked (nested cv)"] > cv["MRR@20 first stage"]
+    assert cv["MRR@20 re-ranked (nested cv)"] == 1.0
+
+
+def test_nested_choice_is_made_inside_each_fold() -> None:
+    # a pool of 3 items never sees the edited one (rank 6..10): nothing to learn from
+    cv = cross_validate(ROWS, 20, grid=[(3, 1.0), (30, 1.0)])
+    assert (cv["pool"], cv["C"]) == (30, 1.0)
+    assert all(v["pool, C"] == [30, 1.0] for v in cv["by_repo"].values())
 
 
 def test_weights_file_round_trips(tmp_path: Path) -> None:
     w = fit(ROWS, c=1.0)
     path = tmp_path / "w.json"
-    write_weights(w, cross_validate(ROWS, 20, c=1.0), "spider bench fit-rerank ...", path)
+    write_weights(w, cross_validate(ROWS, 20, grid=[(30, 1.0)]), "spider bench fit-rerank ...", path)
     back = RerankWeights.load(path)
     assert back.meta["command"] == "spider bench fit-rerank ..."
     assert np.allclose(back.logits(ROWS[1]["x"]), w.logits(ROWS[1]["x"]), atol=1e-3)
