@@ -24,15 +24,14 @@ from typing import Any
 import numpy as np
 
 from spider.bench.dataset import Instance
-from spider.bench.ids import dataset_id_map, graph_ids_for, normalise_id
+from spider.bench.ids import graph_ids_for, normalise_id
 from spider.bench.metrics import aggregate, dedupe, score_instance
-from spider.bench.runner import RepoResolver, ground_truth
+from spider.bench.runner import RepoResolver, index_instance
 from spider.expand import exchange
 from spider.models import Issue
 from spider.select.base import Candidate, SelectionRequest
 from spider.select.offline import OfflineSelector, OfflineWeights
 from spider.settings import EngineSettings
-from spider.source import GitSource
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +78,6 @@ def collect(
 ) -> list[FitRecord]:
     """Gather fit records (resumable: instances already in ``out/fit-data.jsonl`` are reused)."""
     from spider.expand import build_requests
-    from spider.index import build_index
     from spider.locate import first_stage
 
     path = out / FIT_DATA
@@ -95,10 +93,7 @@ def collect(
             if inst.instance_id in done:
                 continue
             t0 = time.perf_counter()
-            source = GitSource(resolve(inst), inst.base_commit)
-            index = build_index(source, settings)
-            truth, _ = ground_truth(inst, index.graph, source)
-            id_map = dataset_id_map(index.graph)
+            index, truth, id_map = index_instance(inst, resolve, settings)
             issue = inst.issue()
             fs = first_stage(index, issue, settings)
             ids = index.function_ids

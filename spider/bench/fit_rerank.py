@@ -24,11 +24,9 @@ from typing import Any
 import numpy as np
 
 from spider.bench.dataset import Instance
-from spider.bench.ids import dataset_id_map
-from spider.bench.runner import RepoResolver, ground_truth
+from spider.bench.runner import RepoResolver, index_instance
 from spider.rerank import FEATURES, RerankWeights
 from spider.settings import EngineSettings
-from spider.source import GitSource
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +41,6 @@ def collect(
     instances: Sequence[Instance], resolve: RepoResolver, settings: EngineSettings, out: Path
 ) -> list[dict[str, Any]]:
     """Features and labels of each instance's first-stage top ``POOL`` (cached in ``out``)."""
-    from spider.index import build_index
     from spider.locate import first_stage
     from spider.rerank import item_features
 
@@ -53,10 +50,7 @@ def collect(
     for inst in instances:
         path = out / f"{inst.instance_id}.npz"
         if not path.exists():
-            source = GitSource(resolve(inst), inst.base_commit)
-            index = build_index(source, plain)
-            truth, _ = ground_truth(inst, index.graph, source)
-            id_map = dataset_id_map(index.graph)
+            index, truth, id_map = index_instance(inst, resolve, plain)
             issue = inst.issue()
             fs = first_stage(index, issue, plain)
             head = [int(i) for i in fs.order[:POOL]]

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from spider.bench.dataset import Instance
 from spider.bench.groundtruth import GroundTruthMode, patch_ground_truth
@@ -30,6 +30,9 @@ from spider.bench.metrics import aggregate, dedupe, metric_names, score_instance
 from spider.errors import InputError, SpiderError
 from spider.settings import EngineSettings
 from spider.source import GitSource, git
+
+if TYPE_CHECKING:
+    from spider.index import Index
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +148,19 @@ def ground_truth(
     rule: GroundTruthMode = "dataset" if mode == "dataset" else "precise"
     truth = patch_ground_truth(inst.patch, graph, rule, read_old=read_old)
     return truth, "patch" if mode == "edit_functions" else f"patch:{rule}"
+
+
+def index_instance(
+    inst: Instance, resolve: RepoResolver, settings: EngineSettings
+) -> tuple[Index, list[str], dict[str, str]]:
+    """An instance's base-commit index, its ground-truth ids (dataset convention) and the
+    graph id -> dataset id map (what every fitting command starts from)."""
+    from spider.index import build_index
+
+    source = GitSource(resolve(inst), inst.base_commit)
+    index = build_index(source, settings)
+    truth, _ = ground_truth(inst, index.graph, source)
+    return index, truth, dataset_id_map(index.graph)
 
 
 def _needs_dense(settings: Iterable[EngineSettings]) -> bool:

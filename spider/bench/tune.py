@@ -19,12 +19,10 @@ from typing import Any
 import numpy as np
 
 from spider.bench.dataset import Instance
-from spider.bench.ids import dataset_id_map
-from spider.bench.runner import RepoResolver, ground_truth
+from spider.bench.runner import RepoResolver, index_instance
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
 from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
 from spider.settings import EngineSettings
-from spider.source import GitSource
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +41,13 @@ def collect(
     instances: Sequence[Instance], resolve: RepoResolver, settings: EngineSettings, out: Path
 ) -> list[dict[str, Any]]:
     """Raw per-function rankings of each instance (cached per instance in ``out``)."""
-    from spider.index import build_index
 
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     for inst in instances:
         path = out / f"{inst.instance_id}.npz"
         if not path.exists():
-            source = GitSource(resolve(inst), inst.base_commit)
-            index = build_index(source, settings)
-            truth, _ = ground_truth(inst, index.graph, source)
-            id_map = dataset_id_map(index.graph)
+            index, truth, id_map = index_instance(inst, resolve, settings)
             text = inst.issue().text[: settings.max_issue_chars]
             q = index.encoder().encode_query(text)
             sig, _ = signal_scores(index.name_table(), extract_signals(text), len(id_map))
