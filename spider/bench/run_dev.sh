@@ -9,7 +9,7 @@ PY=${PY:-.venv/bin/python}
 DATASET=${DATASET:-../shared/bench/swe-bench-lite-dev.jsonl}
 REPOS=${REPOS:-/work/.mirror/{owner\}+{name\}/repo}   # what the fetch tool creates
 OUT=${OUT:-/work/bench-out/dev}
-METHODS=${METHODS:-bm25,dense,hybrid,first-stage,spider-contains,spider-invokes,spider-both,expand-contains,expand-both,rerank,oracle,default}
+METHODS=${METHODS:-bm25,dense,hybrid,first-stage:signals=false,first-stage,spider-contains,spider-invokes,spider-both,expand-contains,expand-both,rerank,oracle,default}
 CACHE=${CACHE:-/work/bench-cache}
 # django, matplotlib and scikit-learn are too large to bring onto these machines.
 RUNNABLE=psf/requests,pallets/flask,mwaskom/seaborn,pydata/xarray,pylint-dev/pylint,\
