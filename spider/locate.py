@@ -162,6 +162,7 @@ def locate(
         settings={
             "k": settings.k,
             "first_stage": settings.first_stage,
+            "rerank": settings.rerank and settings.first_stage == "hybrid",
             "selector": selector.name,
             "edges": list(settings.edges),
             "centres": settings.centres,

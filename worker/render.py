@@ -30,7 +30,7 @@ MAX_NAME_CHARS = 120  # link text; the permalink carries the full location
 _HTML_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid", "first_stage": "first-stage"}
 # Settings shown in the details block, in this order (others the engine reports follow).
-_SETTINGS_ORDER = ("k", "selector", "edges", "first_stage", "centres", "depth", "pool", "model")
+_SETTINGS_ORDER = ("k", "selector", "edges", "first_stage", "rerank", "centres", "depth", "pool", "model")
 _COUNT_SUFFIXES = ("_calls", "_count", "calls", "count")
 
 
