@@ -23,7 +23,8 @@ class FirstStage:
     """The first-stage ranking of every function."""
 
     kind: str  # dense / bm25 / hybrid
-    order: np.ndarray  # function indices, best first
+    order: np.ndarray  # function indices, best first (the head re-sorted when re-ranking)
+    rank: np.ndarray  # 1-based fused rank of every function, before any re-ranking
     scores: np.ndarray  # score per function (higher is better)
     ranks: dict[str, np.ndarray]  # per ranker: 1-based rank of every function
     evidence: dict[int, str]  # function index -> strongest issue signal, in words
@@ -81,8 +82,19 @@ def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstSt
             fused = fused + signal_bonus(sig_arr, settings.fusion_signals, settings.fusion_k)
             ranks["signals"] = np.where(has, ranks_from_scores(sig_arr), 0)
     order = np.argsort(-fused, kind="stable")
-    fs = FirstStage(settings.first_stage, order, fused, ranks, evidence, sig_arr, scores)
-    if settings.rerank and settings.first_stage == "hybrid":
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(1, len(order) + 1)
+    fs = FirstStage(
+        kind=settings.first_stage,
+        order=order,
+        rank=rank,
+        scores=fused,
+        ranks=ranks,
+        evidence=evidence,
+        signal=sig_arr,
+        raw=scores,
+    )
+    if settings.reranks:
         fs.order = rerank_head(index, fs, settings.k, issue=issue)
     return fs
 
@@ -132,7 +144,6 @@ def locate(
     t2 = time.perf_counter()
     hits: list[Hit] = []
     g = index.graph.g
-    fused_rank = ranks_from_scores(fs.scores)  # the fusion's own rank, before re-ranking
     for node_id in final:
         a = g.nodes[node_id]
         reasons: list[Reason] = []
@@ -140,7 +151,7 @@ def locate(
         if adm is not None:
             reasons.append(Reason(kind="expand", centre=adm.centre, edge=adm.edge, hops=adm.hops))
         reasons.append(
-            _first_stage_reason(fs, pos[node_id], int(fused_rank[pos[node_id]]), score_of[node_id])
+            _first_stage_reason(fs, pos[node_id], int(fs.rank[pos[node_id]]), score_of[node_id])
         )
         ev = fs.evidence.get(pos[node_id])
         if ev is not None:
@@ -162,7 +173,7 @@ def locate(
         settings={
             "k": settings.k,
             "first_stage": settings.first_stage,
-            "rerank": settings.rerank and settings.first_stage == "hybrid",
+            "rerank": settings.reranks,
             "selector": selector.name,
             "edges": list(settings.edges),
             "centres": settings.centres,

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from spider.errors import WeightsFormatError
+from spider.retrieve.fusion import ranks_from_scores
 
 if TYPE_CHECKING:
     from spider.index import Index
@@ -96,8 +97,6 @@ def _log_rank(r: float) -> float:
 
 def _title_ranks(index: Index, fs: FirstStage, title: str) -> dict[str, np.ndarray]:
     """Dense and BM25 ranks of every function for the title alone (the issue's summary)."""
-    from spider.retrieve.fusion import ranks_from_scores
-
     out: dict[str, np.ndarray] = {}
     title = title.strip()
     if not title or not index.function_ids:
@@ -116,12 +115,11 @@ def item_features(
     ids = index.function_ids
     title = _title_ranks(index, fs, issue.title) if issue is not None else {}
     n = len(ids)
-    rank = np.empty(n, dtype=np.int64)
-    rank[fs.order] = np.arange(1, n + 1)
+    rank = fs.rank
     file_of = index.file_of()
     file_best = np.full(int(file_of.max()) + 1 if n else 0, n, dtype=np.int64)
     np.minimum.at(file_best, file_of, rank)
-    pos = {node: i for i, node in enumerate(ids)}
+    pos = index.name_table().index_of  # function id -> position, built once per index
     g = index.graph
     raw_b = fs.raw.get("bm25")
     raw_d = fs.raw.get("dense")

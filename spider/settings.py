@@ -186,6 +186,11 @@ class EngineSettings(BaseSettings):
             base = [g for g in base if not _is_test_glob(g)]
         return base + list(self.exclude)
 
+    @property
+    def reranks(self) -> bool:
+        """Whether the head re-ranker orders the top K (it needs the hybrid first stage)."""
+        return self.rerank and self.first_stage == "hybrid"
+
 
 def _is_test_glob(glob: str) -> bool:
     g = glob.lower()

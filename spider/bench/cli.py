@@ -59,6 +59,14 @@ MethodOpt = Annotated[
     ),
 ]
 KOpt = Annotated[int, typer.Option("--k", help="results per query (the budget K)")]
+DatasetOpt = Annotated[Path, typer.Option("--dataset", "-d", help="SWE-bench-style JSONL")]
+ReposOpt = Annotated[str, typer.Option("--repos", "-r", help="repository path template")]
+OnlyRepoOpt = Annotated[
+    str | None, typer.Option("--only-repo", help="comma-separated owner/name filter")
+]
+WriteWeightsOpt = Annotated[
+    bool, typer.Option("--write-weights", help="overwrite the shipped coefficients file")
+]
 CacheOpt = Annotated[
     Path | None, typer.Option("--cache-dir", help="graph and embedding cache (SPIDER_CACHE_DIR)")
 ]
@@ -235,8 +243,8 @@ def history(
 
 @bench_app.command("runnable")
 def runnable(
-    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
-    repos: Annotated[str, typer.Option("--repos", "-r")],
+    dataset: DatasetOpt,
+    repos: ReposOpt,
 ) -> None:
     """List which instances have their repository and base commit here."""
     from spider.bench.runner import _unrunnable  # one definition of "runnable"
@@ -264,11 +272,11 @@ def runnable(
 
 @bench_app.command("check-gt")
 def check_gt(
-    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
-    repos: Annotated[str, typer.Option("--repos", "-r")],
+    dataset: DatasetOpt,
+    repos: ReposOpt,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="per-instance JSONL")] = None,
     instances: Annotated[str | None, typer.Option("--instances")] = None,
-    only_repo: Annotated[str | None, typer.Option("--only-repo")] = None,
+    only_repo: OnlyRepoOpt = None,
 ) -> None:
     """GT id match rate and patch-rule agreement with edit_functions."""
     from spider.bench.gtcheck import check_groundtruth, summarise_check
@@ -288,8 +296,8 @@ def check_gt(
 @bench_app.command("rescore")
 def rescore_cmd(
     src: Annotated[Path, typer.Argument(help="a finished --out directory")],
-    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
-    repos: Annotated[str, typer.Option("--repos", "-r")],
+    dataset: DatasetOpt,
+    repos: ReposOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="where the rescored run goes")],
     gt: GtOpt = "precise",
 ) -> None:
@@ -337,15 +345,13 @@ def show(
 
 @bench_app.command("fit")
 def fit(
-    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
-    repos: Annotated[str, typer.Option("--repos", "-r")],
+    dataset: DatasetOpt,
+    repos: ReposOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="fit data and CV report go here")],
     cache_dir: CacheOpt = None,
-    only_repo: Annotated[str | None, typer.Option("--only-repo")] = None,
+    only_repo: OnlyRepoOpt = None,
     k: KOpt = 20,
-    write_weights: Annotated[
-        bool, typer.Option("--write-weights", help="overwrite the shipped offline weights")
-    ] = False,
+    write_weights: WriteWeightsOpt = False,
 ) -> None:
     """Fit the offline selector by leave-one-repository-out CV on dev data only."""
     from spider.bench import fit as fitting
@@ -373,15 +379,13 @@ def fit(
 
 @bench_app.command("fit-rerank")
 def fit_rerank(
-    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
-    repos: Annotated[str, typer.Option("--repos", "-r")],
+    dataset: DatasetOpt,
+    repos: ReposOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="per-instance features go here")],
     cache_dir: CacheOpt = None,
-    only_repo: Annotated[str | None, typer.Option("--only-repo")] = None,
+    only_repo: OnlyRepoOpt = None,
     k: KOpt = 20,
-    write_weights: Annotated[
-        bool, typer.Option("--write-weights", help="overwrite the shipped rerank weights")
-    ] = False,
+    write_weights: WriteWeightsOpt = False,
 ) -> None:
     """Fit the head re-ranker by leave-one-repository-out CV on dev data only."""
     from spider.bench import fit_rerank as fitting
@@ -402,11 +406,11 @@ def fit_rerank(
 
 @bench_app.command("tune")
 def tune(
-    dataset: Annotated[Path, typer.Option("--dataset", "-d")],
-    repos: Annotated[str, typer.Option("--repos", "-r")],
+    dataset: DatasetOpt,
+    repos: ReposOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="per-instance rankings go here")],
     cache_dir: CacheOpt = None,
-    only_repo: Annotated[str | None, typer.Option("--only-repo")] = None,
+    only_repo: OnlyRepoOpt = None,
 ) -> None:
     """Choose the first-stage fusion weights by leave-one-repository-out CV (dev data only)."""
     from spider.bench import tune as tuning
