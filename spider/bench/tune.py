@@ -41,7 +41,6 @@ def collect(
     instances: Sequence[Instance], resolve: RepoResolver, settings: EngineSettings, out: Path
 ) -> list[dict[str, Any]]:
     """Raw per-function rankings of each instance (cached per instance in ``out``)."""
-
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     for inst in instances:
