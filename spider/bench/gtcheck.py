@@ -4,11 +4,18 @@ Match rate: the fraction of ``edit_functions`` ids that exist as function nodes 
 base-commit graph under the dataset convention (``spider.bench.ids``). Agreement: for both
 patch rules (``precise`` and ``dataset``), how many instances give exactly the
 ``edit_functions`` set, and the function-level precision/recall against it.
+
+Ceiling: what a localizer that returns exactly a rule's functions would score against the
+labels, as the benchmark scores (Recall macro-averaged over instances, Acc = every label
+found). For the ``precise`` rule this is the best any ranking of *edited* functions can do:
+labels that only a diff's context lines touch (a neighbouring ``def``, the last line of the
+function above) are out of its reach.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from statistics import fmean
 from typing import Any
 
 from spider.bench.dataset import Instance
@@ -72,13 +79,25 @@ def summarise_check(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         extra = sum(len(r[mode]["extra"]) for r in rows)
         lacking = sum(len(r[mode]["lacking"]) for r in rows)
         exact = sum(1 for r in rows if r[mode]["exact"])
+        labelled = [r for r in rows if r["edit_functions"]]
         out[mode] = {
             "exact_instances": exact,
             "agreement": exact / len(rows) if rows else None,
             "precision": (got - extra) / got if got else None,
             "recall": (total - lacking) / total if total else None,
+            "labels_out_of_reach": lacking,
+            "ceiling_recall": fmean(_reach(r, mode) for r in labelled) if labelled else None,
+            "ceiling_acc": (
+                fmean(float(not r[mode]["lacking"]) for r in labelled) if labelled else None
+            ),
         }
     return out
+
+
+def _reach(row: dict[str, Any], mode: str) -> float:
+    """Fraction of an instance's labels that the rule's own functions cover."""
+    n = len(row["edit_functions"])
+    return (n - len(row[mode]["lacking"])) / n
 
 
 def check_groundtruth(

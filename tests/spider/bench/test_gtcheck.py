@@ -43,3 +43,9 @@ def test_check_groundtruth(tmp_path: Path) -> None:
     assert s["dataset"]["agreement"] == 0.5 and s["precise"]["agreement"] == 0.0
     assert s["precise"]["precision"] == 1.0 and s["precise"]["recall"] == pytest.approx(2 / 4)
     assert s["dataset"]["recall"] == pytest.approx(3 / 4)
+    # returning exactly the edited functions finds `first` but never the context-only `second`
+    assert s["precise"]["labels_out_of_reach"] == 2
+    assert s["precise"]["ceiling_recall"] == pytest.approx((1 / 2 + 1 / 2) / 2)
+    assert s["precise"]["ceiling_acc"] == 0.0
+    assert s["dataset"]["ceiling_recall"] == pytest.approx((1 + 1 / 2) / 2)
+    assert s["dataset"]["ceiling_acc"] == 0.5
