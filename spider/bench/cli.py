@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
-from spider.bench.dataset import read_dataset, select_instances, write_dataset
+from spider.bench.dataset import Instance, read_dataset, select_instances, write_dataset
 from spider.bench.history import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_FUNCTIONS,
@@ -31,6 +32,7 @@ from spider.bench.runner import (
     SUMMARY,
     BenchConfig,
     GtChoice,
+    RepoResolver,
     fixed_resolver,
     render_tables,
     render_timings,
@@ -42,6 +44,7 @@ from spider.settings import EngineSettings
 
 DEFAULT_METHODS = "bm25,dense,hybrid"  # the cheap baselines; add spider-* / oracle explicitly
 DATASET_FILE = "dataset.jsonl"  # what `history` writes into --out
+_T = TypeVar("_T")  # what a fitting command's collect step returns
 
 bench_app = typer.Typer(
     help="Measure localization (Recall/Acc/MRR@K) on SWE-bench-style data or on git history.",
@@ -99,6 +102,23 @@ def _settings(k: int, cache_dir: Path | None) -> EngineSettings:
 
 def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _collect_dev(
+    collect: Callable[[Sequence[Instance], RepoResolver, EngineSettings, Path], _T],
+    dataset: Path,
+    repos: str,
+    only_repo: str | None,
+    settings: EngineSettings,
+    out: Path,
+) -> _T:
+    """A fitting command's collect step over the dataset's instances (``--only-repo``
+    applied); exits with an error when no instance could be collected."""
+    rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
+    data = collect(rows, template_resolver(repos), settings, out)
+    if not data:
+        raise _fail("no instance could be collected")
+    return data
 
 
 def _fail(message: str) -> typer.Exit:
@@ -357,11 +377,7 @@ def fit(
     from spider.bench import fit as fitting
     from spider.select.offline import WEIGHTS_FILE, OfflineWeights
 
-    settings = _settings(k, cache_dir)
-    rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
-    records = fitting.collect(rows, template_resolver(repos), settings, out)
-    if not records:
-        raise _fail("no instance could be collected")
+    records = _collect_dev(fitting.collect, dataset, repos, only_repo, _settings(k, cache_dir), out)
     cv = fitting.cross_validate(records, k)
     w = fitting.fit_weights(records, k)
     weights = OfflineWeights(w.neighbour, w.ranked, cv["margin"])
@@ -391,10 +407,7 @@ def fit_rerank(
     from spider.bench import fit_rerank as fitting
     from spider.rerank import WEIGHTS_FILE
 
-    rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
-    data = fitting.collect(rows, template_resolver(repos), _settings(k, cache_dir), out)
-    if not data:
-        raise _fail("no instance could be collected")
+    data = _collect_dev(fitting.collect, dataset, repos, only_repo, _settings(k, cache_dir), out)
     cv = fitting.cross_validate(data, k)
     (out / "fit-rerank-cv.json").write_text(json.dumps(cv, indent=2))
     typer.echo(json.dumps(cv, indent=2))
@@ -415,10 +428,7 @@ def tune(
     """Choose the first-stage fusion weights by leave-one-repository-out CV (dev data only)."""
     from spider.bench import tune as tuning
 
-    rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
-    data = tuning.collect(rows, template_resolver(repos), _settings(20, cache_dir), out)
-    if not data:
-        raise _fail("no instance could be collected")
+    data = _collect_dev(tuning.collect, dataset, repos, only_repo, _settings(20, cache_dir), out)
     report = tuning.cross_validate(data)
     (out / "tune-cv.json").write_text(json.dumps(report, indent=2))
     typer.echo(json.dumps(report, indent=2))

@@ -74,12 +74,12 @@ def summarise_check(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "match_rate": (total - missing) / total if total else None,
         "instances_fully_matched": sum(1 for r in rows if not r["missing"]),
     }
+    labelled = [r for r in rows if r["edit_functions"]]
     for mode in GT_MODES:
         got = sum(len(r[mode]["ids"]) for r in rows)
         extra = sum(len(r[mode]["extra"]) for r in rows)
         lacking = sum(len(r[mode]["lacking"]) for r in rows)
         exact = sum(1 for r in rows if r[mode]["exact"])
-        labelled = [r for r in rows if r["edit_functions"]]
         out[mode] = {
             "exact_instances": exact,
             "agreement": exact / len(rows) if rows else None,
