@@ -111,10 +111,18 @@ def _collect_dev(
     only_repo: str | None,
     settings: EngineSettings,
     out: Path,
+    min_repos: int = 1,
 ) -> _T:
     """A fitting command's collect step over the dataset's instances (``--only-repo``
-    applied); exits with an error when no instance could be collected."""
+    applied); exits with an error when no instance could be collected, or when they come
+    from fewer than ``min_repos`` repositories (leave-one-repository-out CV needs two)."""
     rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
+    found = sorted({r.repo for r in rows})
+    if rows and len(found) < min_repos:
+        raise _fail(
+            f"leave-one-repository-out CV needs instances from at least {min_repos} "
+            f"repositories; --only-repo leaves {', '.join(found)}"
+        )
     data = collect(rows, template_resolver(repos), settings, out)
     if not data:
         raise _fail("no instance could be collected")
@@ -377,7 +385,9 @@ def fit(
     from spider.bench import fit as fitting
     from spider.select.offline import WEIGHTS_FILE, OfflineWeights
 
-    records = _collect_dev(fitting.collect, dataset, repos, only_repo, _settings(k, cache_dir), out)
+    records = _collect_dev(
+        fitting.collect, dataset, repos, only_repo, _settings(k, cache_dir), out, min_repos=2
+    )
     cv = fitting.cross_validate(records, k)
     w = fitting.fit_weights(records, k)
     weights = OfflineWeights(w.neighbour, w.ranked, cv["margin"])
@@ -407,7 +417,9 @@ def fit_rerank(
     from spider.bench import fit_rerank as fitting
     from spider.rerank import WEIGHTS_FILE
 
-    data = _collect_dev(fitting.collect, dataset, repos, only_repo, _settings(k, cache_dir), out)
+    data = _collect_dev(
+        fitting.collect, dataset, repos, only_repo, _settings(k, cache_dir), out, min_repos=2
+    )
     cv = fitting.cross_validate(data, k)
     (out / "fit-rerank-cv.json").write_text(json.dumps(cv, indent=2))
     typer.echo(json.dumps(cv, indent=2))

@@ -95,3 +95,17 @@ def test_runnable_lists_missing_repositories(dataset: Path, tmp_path: Path) -> N
     )
     assert res.exit_code == 0
     assert "runnable: 0 of 2" in res.output and "not runnable: o/r\t1" in res.output
+
+
+@pytest.mark.parametrize("command", ["fit", "fit-rerank"])
+def test_fitting_on_one_repository_is_a_clean_error(
+    command: str, dataset: Path, tmp_path: Path
+) -> None:
+    res = runner.invoke(
+        cli.bench_app,
+        [command, "--dataset", str(dataset), "--repos", str(tmp_path), "--out",
+         str(tmp_path / "o"), "--only-repo", "o/r"],
+    )  # fmt: skip
+    assert res.exit_code == 2
+    assert "at least 2 repositories" in res.output and "o/r" in res.output
+    assert not (tmp_path / "o").exists()  # refused before collecting anything
