@@ -21,19 +21,22 @@ the runnable dev instances); the dataset rule keeps the raw numbers, as its labe
 from __future__ import annotations
 
 import glob
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
 from spider.bench.ids import dataset_id
+from spider.errors import InputError
 from spider.graph.model import CodeGraph
 
 GroundTruthMode = Literal["precise", "dataset"]
 GT_MODES: tuple[GroundTruthMode, ...] = ("precise", "dataset")
 
-HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-DIFF_GIT = re.compile(r"^diff --git (\S+|\"(?:[^\"\\]|\\.)*\") (\S+|\"(?:[^\"\\]|\\.)*\")$")
+HUNK_TAGS = (" ", "-", "+")  # context, deleted, inserted (no-newline markers are dropped)
+STRIPPED_CONTEXT_PAD = 20  # blank context lines a stripped patch may have lost at its end
 DEV_NULL = "/dev/null"
 INDENT_LANGUAGE_SUFFIXES = (".py", ".pyi", ".pyw")  # blocks closed by indentation
 TAB_WIDTH = 8  # how Python itself counts a tab when comparing indentation
@@ -101,7 +104,9 @@ def _unquote(path: str) -> str:
     return path
 
 
-def _strip_prefix(path: str) -> str | None:
+def _strip_prefix(path: str | None) -> str | None:
+    if path is None:
+        return None
     path = _unquote(path.split("\t", 1)[0].rstrip())
     if path == DEV_NULL:
         return None
@@ -110,54 +115,41 @@ def _strip_prefix(path: str) -> str | None:
     return path
 
 
+def _patch_set(text: str) -> PatchSet:
+    """``unidiff``'s parse, forgiving a last hunk whose trailing blank context lines were
+    stripped (a patch kept in JSON or passed through ``str.strip``): those are restored."""
+    try:
+        return PatchSet(text)
+    except UnidiffParseError as exc:
+        body = text if text.endswith("\n") else text + "\n"
+        try:  # surplus pad lines after the last hunk are read as trailing patch info
+            return PatchSet(body + " \n" * STRIPPED_CONTEXT_PAD)
+        except UnidiffParseError:
+            raise InputError(f"not a unified diff: {exc}") from exc
+
+
 def parse_patch(text: str) -> list[FilePatch]:
-    """Parse a unified (git-style) diff into per-file hunks."""
+    """Parse a unified (git-style) diff into per-file hunks (``unidiff`` does the reading).
+
+    Raises ``InputError`` when the text is not a well-formed unified diff.
+    """
+    patch = _patch_set(text)
     files: list[FilePatch] = []
-    cur: FilePatch | None = None
-    hunk: Hunk | None = None
-    old_left = new_left = 0
-    for line in text.splitlines():
-        if hunk is not None and (old_left > 0 or new_left > 0):
-            tag = line[:1] if line else " "
-            if tag == "\\":  # "\ No newline at end of file"
-                continue
-            if tag in (" ", "-", "+"):
-                hunk.lines.append((tag, line[1:]))
-                if tag != "+":
-                    old_left -= 1
-                if tag != "-":
-                    new_left -= 1
-                continue
-            hunk = None
-        if line.startswith("diff --git "):
-            m = DIFF_GIT.match(line)
-            old = _strip_prefix(m.group(1)) if m else None
-            new = _strip_prefix(m.group(2)) if m else None
-            cur = FilePatch(old, new)
-            files.append(cur)
-            hunk = None
-        elif line.startswith("--- ") and (cur is None or cur.hunks):
-            cur = FilePatch(_strip_prefix(line[4:]), None)
-            files.append(cur)
-        elif line.startswith("--- ") and cur is not None:
-            cur.old_path = _strip_prefix(line[4:])
-        elif line.startswith("+++ ") and cur is not None:
-            cur.new_path = _strip_prefix(line[4:])
-        elif line.startswith("new file mode") and cur is not None:
-            cur.old_path = None
-        elif line.startswith("rename from ") and cur is not None:
-            cur.old_path = _unquote(line[len("rename from ") :])
-        elif line.startswith("rename to ") and cur is not None:
-            cur.new_path = _unquote(line[len("rename to ") :])
-        elif line.startswith("@@") and cur is not None:
-            m = HUNK_HEADER.match(line)
-            if m is None:
-                continue
-            old_count = int(m.group(2)) if m.group(2) is not None else 1
-            new_count = int(m.group(4)) if m.group(4) is not None else 1
-            hunk = Hunk(int(m.group(1)), old_count)
-            cur.hunks.append(hunk)
-            old_left, new_left = old_count, new_count
+    for pf in patch:
+        fp = FilePatch(_strip_prefix(pf.source_file), _strip_prefix(pf.target_file))
+        for h in pf:
+            fp.hunks.append(
+                Hunk(
+                    h.source_start,
+                    h.source_length,
+                    [
+                        (ln.line_type, ln.value.rstrip("\r\n"))
+                        for ln in h
+                        if ln.line_type in HUNK_TAGS
+                    ],
+                )
+            )
+        files.append(fp)
     return files
 
 

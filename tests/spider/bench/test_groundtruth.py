@@ -181,3 +181,17 @@ def test_shifted_hunk_is_aligned_by_its_content(repo: Path) -> None:
     assert _gt(shifted) == ["pkg/m.py:gamma"]  # aligned on the old lines, as patch(1) would
     strict = patch_ground_truth(shifted, _graph(), "precise")  # type: ignore[arg-type]
     assert strict == ["pkg/m.py:beta"]  # without the old text: the header's line numbers
+
+
+def test_a_patch_stripped_of_its_trailing_blank_context_still_parses() -> None:
+    full = "--- a/f.py\n+++ b/f.py\n@@ -1,3 +1,3 @@\n-a = 1\n+a = 2\n \n \n"
+    (fp,) = parse_patch(full.rstrip())
+    assert fp.hunks[0].lines == [("-", "a = 1"), ("+", "a = 2"), (" ", ""), (" ", "")]
+    assert old_side(fp).ranges == [(1, 3)]
+
+
+def test_a_broken_hunk_is_an_input_error() -> None:
+    from spider.errors import InputError
+
+    with pytest.raises(InputError, match="not a unified diff"):
+        parse_patch("--- a/f.py\n+++ b/f.py\n@@ -1,3 +1,3 @@\n-a = 1\nnot a diff line\n")
