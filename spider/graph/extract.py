@@ -132,7 +132,6 @@ class FileOutline:
     bases: list[BaseRef] = field(default_factory=list)
     imports: list[ImportRef] = field(default_factory=list)
     packages: list[str] = field(default_factory=list)
-    has_errors: bool = False
 
 
 # -- queries and parsing ----------------------------------------------------------------
@@ -440,7 +439,6 @@ def build_outline(path: str, language: str, data: bytes, tree: Tree, query: Quer
     raw_items.sort(key=lambda it: (it.start, -it.end))
     raw_items = _nest(raw_items, refs)
     outline = FileOutline(path, language, count_lines(data), imports=imports, packages=packages)
-    outline.has_errors = tree.root_node.has_error
     _qualify(raw_items, outline, data)
     index_of = _def_index(raw_items)
     for r in refs:

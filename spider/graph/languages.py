@@ -25,7 +25,6 @@ class LanguageSpec:
     extensions: tuple[str, ...]
     family: str  # languages whose files may import one another
     import_style: ImportStyle  # python: dotted+relative dots; module: dotted; path: strings
-    separator: str = "."  # separator of dotted module names
     module_stems: tuple[str, ...] = ()  # file stems that stand for their directory
     path_suffixes: tuple[str, ...] = ()  # tried after an extensionless import path
     implicit_self_calls: bool = False  # a bare call in a method may target a sibling method
@@ -47,7 +46,7 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         "csharp", "csharp", "csharp", (".cs",), "csharp", "module", implicit_self_calls=True
     ),
     LanguageSpec(
-        "php", "php", "php", (".php",), "php", "module", separator="\\", path_suffixes=(".php",)
+        "php", "php", "php", (".php",), "php", "module", path_suffixes=(".php",)
     ),
     # JS bare specifiers ("react") name npm packages: resolve only "pkg/sub"-like paths.
     LanguageSpec(
@@ -91,7 +90,6 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         (".rs",),
         "rust",
         "module",
-        separator="::",
         module_stems=("mod",),
         path_suffixes=(".rs",),
     ),
