@@ -28,6 +28,7 @@ RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY spider ./spider
+COPY contract ./contract
 COPY bot ./bot
 COPY worker ./worker
 COPY templates ./templates

@@ -1,6 +1,6 @@
 """The FastAPI application: ``POST /webhook``, ``GET /healthz``, ``GET /metrics`` (the
 bot's deliveries by outcome, and the workers' jobs, durations and GitHub calls, which
-workers add up in Redis: see ``worker.metrics``).
+workers add up in Redis: see ``contract.metrics``).
 
 A delivery is answered in milliseconds: size cap, signature, headers, content type, JSON,
 routing, dedupe, enqueue. Anything slow happens in the worker. Serve with ``uvicorn bot.app:app``;
@@ -35,10 +35,10 @@ from bot.errors import (
     UnsupportedMediaType,
 )
 from bot.events import Acknowledge, Enqueue, Ignore, route
-from bot.queue import CeleryEnqueuer, Enqueuer
-from worker import logs
-from worker.metrics import RedisCollector
-from worker.settings import AppSettings, get_settings
+from bot.queue import CeleryEnqueuer, Enqueuer, make_publisher
+from contract import logs
+from contract.metrics import RedisCollector
+from contract.settings import AppSettings, get_settings
 
 log = logging.getLogger("bot")
 REDIS_TIMEOUT_S = 2.0  # a webhook answer must not wait on a slow Redis
@@ -67,9 +67,7 @@ def build_state(
         settings.redis_url, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S
     )
     if enqueue is None:
-        from worker.celery_app import make_celery
-
-        enqueue = CeleryEnqueuer(make_celery(settings))
+        enqueue = CeleryEnqueuer(make_publisher(settings))
     registry = CollectorRegistry()
     deliveries = Counter(
         "spider_webhook_deliveries", "Webhook deliveries by outcome", ["outcome"],

@@ -3,9 +3,9 @@
 The tree::
 
     BotError                    base of everything the bot raises on purpose
-    ├── TransientError          GitHub should redeliver later (answered 503)
+    ├── WebhookTransientError   GitHub should redeliver later (answered 503)
     │   └── QueueUnavailable    Redis or the broker could not take the job
-    └── PermanentError          the request itself is wrong (answered 4xx)
+    └── WebhookPermanentError   the request itself is wrong (answered 4xx)
         ├── MissingHeader       a required X-GitHub-* header is absent (400)
         ├── MalformedPayload    the body is not the JSON object the event needs (400)
         ├── BadSignature        X-Hub-Signature-256 does not match (401)
@@ -22,43 +22,43 @@ class BotError(Exception):
     status_code = 500
 
 
-class TransientError(BotError):
+class WebhookTransientError(BotError):
     """A failure that may go away if the delivery is retried."""
 
     status_code = 503
 
 
-class QueueUnavailable(TransientError):
+class QueueUnavailable(WebhookTransientError):
     """Redis or the Celery broker could not record or enqueue the job."""
 
 
-class PermanentError(BotError):
+class WebhookPermanentError(BotError):
     """The request is wrong; redelivering it unchanged will fail again."""
 
     status_code = 400
 
 
-class MissingHeader(PermanentError):
+class MissingHeader(WebhookPermanentError):
     """A required header is missing."""
 
 
-class MalformedPayload(PermanentError):
+class MalformedPayload(WebhookPermanentError):
     """The body is not JSON, or lacks the fields its event needs."""
 
 
-class BadSignature(PermanentError):
+class BadSignature(WebhookPermanentError):
     """The HMAC signature is absent or wrong."""
 
     status_code = 401
 
 
-class PayloadTooLarge(PermanentError):
+class PayloadTooLarge(WebhookPermanentError):
     """The body is larger than ``SPIDER_WEBHOOK_MAX_BODY_BYTES``."""
 
     status_code = 413
 
 
-class UnsupportedMediaType(PermanentError):
+class UnsupportedMediaType(WebhookPermanentError):
     """The delivery is not ``application/json`` (the app is registered for JSON payloads)."""
 
     status_code = 415

@@ -9,17 +9,16 @@ are applied by the worker, which reads that file; the bot drops what no config c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bot.commands import parse_command
 from bot.errors import MalformedPayload
-from worker.jobs import ISSUE_ACTIONS, IssueJob, comment_trigger, issue_trigger, valid_repo
+from contract.commands import parse_command
+from contract.jobs import ISSUE_ACTIONS, IssueJob, comment_trigger, issue_trigger, valid_repo
+from contract.policy import is_bot, may_rerun
 
 ACKNOWLEDGED_EVENTS = frozenset({"ping", "installation", "installation_repositories"})
-# Who may re-run with /spider besides the issue's author: people with a role in the repo.
-TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 
 
 class _Loose(BaseModel):
@@ -148,25 +147,6 @@ def _skip_issue(p: EventPayload) -> str | None:
     if is_bot(issue.user):
         return "the issue was opened by a bot"
     return None
-
-
-class Account(Protocol):
-    """A GitHub account as both webhook payloads and githubkit models describe it."""
-
-    login: str
-    type: str
-
-
-def may_rerun(association: str, commenter: Account | None, author: Account | None) -> bool:
-    """Whether a commenter may trigger a re-run: a repository member or the issue's author."""
-    if association in TRUSTED_ASSOCIATIONS:
-        return True
-    return commenter is not None and author is not None and commenter.login == author.login
-
-
-def is_bot(user: Account | None) -> bool:
-    """Whether an account is a bot (GitHub Apps' accounts end in ``[bot]``)."""
-    return user is not None and (user.type == "Bot" or user.login.endswith("[bot]"))
 
 
 def _enqueue(p: EventPayload, delivery_id: str, trigger: str) -> Decision:

@@ -1,4 +1,8 @@
-"""Hand a job to the worker through Celery by task name: the bot never imports the tasks."""
+"""Hand a job to the worker through Celery by task name: the bot never imports the worker.
+
+The publishing app is built here from the broker settings both sides share
+(``contract.broker``); it knows no tasks, only the task name and queue of ``contract.jobs``.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,19 @@ from celery import Celery
 from kombu.exceptions import KombuError, OperationalError
 
 from bot.errors import QueueUnavailable
-from worker.jobs import QUEUE, TASK_NAME, IssueJob
+from contract.broker import celery_conf
+from contract.jobs import QUEUE, TASK_NAME, IssueJob
+from contract.settings import AppSettings
 
 # Publishing must not hold a webhook answer for long: GitHub times out after 10 s.
 PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
+
+
+def make_publisher(settings: AppSettings) -> Celery:
+    """A Celery app that only publishes jobs (no tasks registered, no worker settings)."""
+    app = Celery("spider-bot")
+    app.conf.update(**celery_conf(settings))
+    return app
 
 
 class Enqueuer(Protocol):

@@ -17,38 +17,25 @@ from typing import Any
 
 from celery import Celery, signals
 
-from worker import logs
-from worker.jobs import QUEUE
-from worker.settings import AppSettings, SettingsError, get_settings
+from contract import logs
+from contract.broker import celery_conf
+from contract.settings import AppSettings, SettingsError, get_settings
 
 RESULT_TTL_S = 24 * 3600  # outcomes are kept a day, for the replay command and debugging
 MAX_TASKS_PER_CHILD = 100  # a fresh process now and then bounds leaks of a long-lived model
-BROKER_CONNECT_TIMEOUT_S = 5  # fail fast when Redis is away rather than hang a webhook
 RESULT_STORE_RETRIES = 12  # backing off up to 10 s each: about a minute of Redis away
 
 
 def make_celery(settings: AppSettings) -> Celery:
-    """A Celery app configured from settings (the bot builds one only to publish)."""
-    app = Celery("spider", broker=settings.redis_url, backend=settings.redis_url,
-                 include=["worker.tasks"])
+    """The worker's Celery app: the shared broker settings plus the consumer's own."""
+    app = Celery("spider", include=["worker.tasks"])
     app.conf.update(
+        **celery_conf(settings),
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
         task_soft_time_limit=settings.task_soft_time_limit_s,
         task_time_limit=settings.task_time_limit_s,
-        broker_transport_options={
-            "visibility_timeout": settings.visibility_timeout_s,
-            # look for messages of dead workers every interval (kombu's default is 10 s x 10)
-            "unacked_restore_interval": settings.broker_restore_interval_s,
-            "unacked_restore_throttle": 1,
-        },
-        broker_connection_timeout=BROKER_CONNECT_TIMEOUT_S,
-        broker_connection_retry_on_startup=True,
-        task_default_queue=QUEUE,
-        task_serializer="json",
-        result_serializer="json",
-        accept_content=["json"],
         result_expires=RESULT_TTL_S,
         # an outcome reached while Redis restarts is stored once it is back, not lost
         result_backend_always_retry=True,
@@ -57,7 +44,6 @@ def make_celery(settings: AppSettings) -> Celery:
         worker_max_tasks_per_child=MAX_TASKS_PER_CHILD,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
-        redis_socket_timeout=BROKER_CONNECT_TIMEOUT_S * 2,
     )
     return app
 

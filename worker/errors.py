@@ -3,20 +3,20 @@
 The tree::
 
     WorkerError                     base of everything the worker raises on purpose
-    ├── TransientError              retry the task later, with backoff
+    ├── JobTransientError           retry the task later, with backoff
     │   ├── GitHubUnavailable       GitHub answered 5xx, timed out or was unreachable
     │   ├── RateLimited             GitHub asked us to wait (``retry_after`` seconds)
     │   ├── FetchFailed             git fetch failed in a way that may pass (network)
     │   └── NotYourTurn             others hold what the job needs: wait, no failure counted
     │       ├── Busy                another job holds the issue's or repository's lock
     │       └── Throttled           the installation or repository runs its maximum of jobs
-    └── PermanentError              retrying will not help: log, and end the job
+    └── JobPermanentError           retrying will not help: log, and end the job
         ├── GitHubRefused           GitHub answered 4xx (gone, forbidden, invalid)
         ├── RepositoryTooLarge      the repository exceeds SPIDER_MAX_REPO_KB
         ├── UnsafeRepository        its name or URL is not one we fetch from
         └── RenderError             the comment could not be rendered in full
 
-The engine's own ``spider.errors.TransientError``/``PermanentError`` are treated the same
+The engine's own ``spider.errors.EngineTransientError``/``EnginePermanentError`` are treated the same
 way, and so is Redis being unreachable for a moment (a restart, a failover):
 :func:`is_transient` answers for all of them.
 """
@@ -32,17 +32,17 @@ class WorkerError(Exception):
     """Base class for errors raised deliberately by the worker."""
 
 
-class TransientError(WorkerError):
+class JobTransientError(WorkerError):
     """A failure that may go away when the task is retried."""
 
     retry_after: float | None = None
 
 
-class GitHubUnavailable(TransientError):
+class GitHubUnavailable(JobTransientError):
     """GitHub answered 5xx, timed out, or could not be reached."""
 
 
-class RateLimited(TransientError):
+class RateLimited(JobTransientError):
     """GitHub's rate limit: retry after ``retry_after`` seconds."""
 
     def __init__(self, message: str, retry_after: float) -> None:
@@ -50,7 +50,7 @@ class RateLimited(TransientError):
         self.retry_after = retry_after
 
 
-class NotYourTurn(TransientError):
+class NotYourTurn(JobTransientError):
     """The job must wait for other jobs; waiting is not a failure (no retry is used up)."""
 
 
@@ -62,17 +62,17 @@ class Throttled(NotYourTurn):
     """The installation or the repository already runs as many jobs as it may."""
 
 
-class FetchFailed(TransientError):
+class FetchFailed(JobTransientError):
     """``git fetch`` failed (network, remote hiccup)."""
 
     refused_by_fsck = False  # set when git's fsck refused an object: that is permanent
 
 
-class PermanentError(WorkerError):
+class JobPermanentError(WorkerError):
     """A failure that retrying cannot fix."""
 
 
-class GitHubRefused(PermanentError):
+class GitHubRefused(JobPermanentError):
     """GitHub answered a 4xx other than a rate limit."""
 
     def __init__(self, message: str, status: int) -> None:
@@ -80,7 +80,7 @@ class GitHubRefused(PermanentError):
         self.status = status
 
 
-class RepositoryTooLarge(PermanentError):
+class RepositoryTooLarge(JobPermanentError):
     """The repository is larger than SPIDER_MAX_REPO_KB (the job says so in its comment)."""
 
     def __init__(self, message: str, size_kb: int, limit_kb: int) -> None:
@@ -89,16 +89,16 @@ class RepositoryTooLarge(PermanentError):
         self.limit_kb = limit_kb
 
 
-class UnsafeRepository(PermanentError):
+class UnsafeRepository(JobPermanentError):
     """The repository name or fetch URL is not one the worker accepts."""
 
 
-class RenderError(PermanentError):
+class RenderError(JobPermanentError):
     """The comment could not be rendered completely; nothing is posted."""
 
 
 def is_transient(exc: BaseException) -> bool:
     """Whether a retry may succeed: the worker's or the engine's transient errors, or Redis
     (locks, slots, the token cache) unreachable or too slow for a moment."""
-    return isinstance(exc, TransientError | engine_errors.TransientError
+    return isinstance(exc, JobTransientError | engine_errors.EngineTransientError
                       | redis.ConnectionError | redis.TimeoutError)

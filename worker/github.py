@@ -37,9 +37,9 @@ from githubkit.versions.latest.models import (
 )
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
-from worker.errors import GitHubRefused, GitHubUnavailable, RateLimited, TransientError
-from worker.metrics import RECORDER
-from worker.settings import AppSettings
+from contract.metrics import RECORDER
+from contract.settings import AppSettings
+from worker.errors import GitHubRefused, GitHubUnavailable, JobTransientError, RateLimited
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -53,7 +53,7 @@ TOKEN_KEY_PREFIX = "spider:ghtoken:"
 DEFAULT_RATE_LIMIT_WAIT_S = 60.0  # GitHub's advice when a limit comes without a wait
 
 
-class TokenRejected(TransientError):
+class TokenRejected(JobTransientError):
     """GitHub answered 401: the cached installation token was revoked or has expired."""
 
 

@@ -21,10 +21,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from contract.jobs import valid_repo
+from contract.settings import AppSettings
 from spider.source import GIT_ENV
 from worker.errors import FetchFailed, RepositoryTooLarge, UnsafeRepository
-from worker.jobs import valid_repo
-from worker.settings import AppSettings
 
 log = logging.getLogger(__name__)
 

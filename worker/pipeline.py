@@ -16,19 +16,19 @@ from typing import Any, Literal
 import redis
 from githubkit.versions.latest.models import IssueComment
 
-from bot.commands import Command, parse_command
-from bot.events import is_bot, may_rerun
+from contract.commands import Command, parse_command
+from contract.jobs import IssueJob, comment_id_of
+from contract.metrics import RECORDER
+from contract.policy import is_bot, may_rerun
+from contract.settings import AppSettings
 from spider.models import Issue
 from worker import locks
 from worker.engine import Engine
 from worker.errors import GitHubRefused, GitHubUnavailable, RepositoryTooLarge
 from worker.github import GitHubClient, RetryPolicy
-from worker.jobs import IssueJob, comment_id_of
-from worker.metrics import RECORDER
 from worker.mirror import Mirrors
 from worker.render import MARKER, build_too_large_view, build_view, render
 from worker.repo_config import CONFIG_PATH, LoadedConfig, RepoConfig, parse_config
-from worker.settings import AppSettings
 
 log = logging.getLogger(__name__)
 

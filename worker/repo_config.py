@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bot.commands import MAX_K
+from contract.commands import MAX_K
 from spider.settings import parse_edges
 
 CONFIG_PATH = ".github/spider.yml"

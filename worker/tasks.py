@@ -21,16 +21,16 @@ import redis
 from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 
-from worker import logs
+from contract import logs
+from contract.jobs import TASK_NAME, IssueJob
+from contract.metrics import RECORDER
+from contract.settings import AppSettings, get_settings
 from worker.celery_app import app
 from worker.engine import SpiderEngine
 from worker.errors import NotYourTurn, RateLimited, is_transient
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
-from worker.jobs import TASK_NAME, IssueJob
-from worker.metrics import RECORDER
 from worker.mirror import Mirrors
 from worker.pipeline import Deps, Outcome, run_job
-from worker.settings import AppSettings, get_settings
 
 log = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ import redis
 from fastapi.testclient import TestClient
 
 from bot.app import build_state, create_app
+from contract.jobs import IssueJob
+from contract.settings import AppSettings
 from tests.worker import helpers
-from worker.jobs import IssueJob
-from worker.settings import AppSettings
 
 SECRET = "test-webhook-secret-0123456789"
 

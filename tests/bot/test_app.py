@@ -13,12 +13,11 @@ from fastapi.testclient import TestClient
 
 from bot.app import build_state, create_app
 from bot.dedupe import KEY_PREFIX
-from bot.queue import CeleryEnqueuer
+from bot.queue import CeleryEnqueuer, make_publisher
 from bot.signature import sign
+from contract.jobs import QUEUE, TASK_NAME
+from contract.settings import AppSettings, SettingsError
 from tests.bot.conftest import SECRET, RecordingQueue
-from worker.celery_app import make_celery
-from worker.jobs import QUEUE, TASK_NAME
-from worker.settings import AppSettings, SettingsError
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 BODY = (SAMPLES / "issues_opened" / "payload.json").read_bytes()
@@ -103,7 +102,7 @@ def test_metrics_count_outcomes(client: TestClient) -> None:
 def test_the_real_enqueuer_puts_one_message_on_the_queue(
     settings: AppSettings, redis_client: redis.Redis
 ) -> None:
-    celery = make_celery(settings)
+    celery = make_publisher(settings)
     state = build_state(settings, redis_client=redis_client, enqueue=CeleryEnqueuer(celery))
     with TestClient(create_app(state)) as c:
         resp = c.post("/webhook", content=BODY, headers=headers())
@@ -117,7 +116,7 @@ def test_the_real_enqueuer_puts_one_message_on_the_queue(
 
 
 def test_start_up_refuses_a_placeholder_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    from worker.settings import get_settings
+    from contract.settings import get_settings
 
     monkeypatch.setenv("SPIDER_WEBHOOK_SECRET", "changeme")
     get_settings.cache_clear()
@@ -131,7 +130,7 @@ def test_start_up_refuses_a_placeholder_secret(monkeypatch: pytest.MonkeyPatch) 
 def test_logs_carry_the_delivery_id_and_no_secret(
     client: TestClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from worker.logs import JsonFormatter
+    from contract.logs import JsonFormatter
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
@@ -159,7 +158,7 @@ def test_importing_the_bot_loads_nothing_heavy() -> None:
         "import sys, bot.app\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in "
         "('torch', 'tree_sitter', 'tree_sitter_language_pack', 'sentence_transformers', 'numpy',"
-        " 'githubkit') or m in ('spider.index', 'spider.locate', 'worker.tasks', 'worker.pipeline')]\n"
+        " 'githubkit', 'worker') or m in ('spider.index', 'spider.locate')]\n"
         "print(heavy)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -176,7 +175,7 @@ def test_redis_down_is_503_so_github_shows_a_failed_delivery(settings: AppSettin
 
 def test_metrics_serve_the_workers_counts_from_redis(client: TestClient,
                                                      redis_client: redis.Redis) -> None:
-    from worker.metrics import Recorder
+    from contract.metrics import Recorder
 
     worker = Recorder()  # as a worker process on another machine would
     worker.count("spider_jobs", "created")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.commands import MAX_K, Command, parse_command
+from contract.commands import MAX_K, Command, parse_command
 
 
 @pytest.mark.parametrize("body", [None, "", "thanks!", "please /spider", "/spiderman", "`/spider`"])

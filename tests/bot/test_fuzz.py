@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from bot.app import build_state, create_app
 from bot.dedupe import KEY_PREFIX
 from bot.signature import sign
+from contract.settings import AppSettings
 from tests.bot.conftest import SECRET, RecordingQueue
-from worker.settings import AppSettings
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 SIGNED = [(json.loads((d / "headers.json").read_text())["X-GitHub-Event"],

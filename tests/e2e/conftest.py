@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from spider_devkit.devstack import INSTALLATION_ID, DevStack
 from tests.worker.helpers import make_repo
-from worker.devstack import INSTALLATION_ID, DevStack
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 REPO = "acme/httpkit"

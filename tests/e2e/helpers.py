@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from worker.devstack import INSTALLATION_ID, DevStack
+from spider_devkit.devstack import INSTALLATION_ID, DevStack
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 

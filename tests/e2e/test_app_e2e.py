@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from spider_devkit.devstack import DevStack
 from tests.worker.helpers import git
-from worker.devstack import DevStack
 
 from .conftest import ISSUE_BODY, ISSUE_TITLE, REPO, K, new_delivery, payload
 

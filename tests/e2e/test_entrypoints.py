@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from spider_devkit import replay
 from tests.worker.helpers import git, make_repo
-from worker import replay
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 pytestmark = pytest.mark.slow

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from spider_devkit.devstack import DevStack
 from tests.hostile import many_files_repo
 from tests.worker.helpers import make_repo
-from worker.devstack import DevStack
 
 from .helpers import (
     assert_logs_hold_no_secret,

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from spider_devkit.devstack import DevStack
 from tests.fakes.anthropic_api import FakeAnthropic, serve_fake_anthropic
 from tests.worker.helpers import make_repo
-from worker.devstack import DevStack
 
 from .helpers import assert_logs_hold_no_secret, command_payload, issue_payload
 

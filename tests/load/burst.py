@@ -37,8 +37,8 @@ import httpx
 import redis
 
 from bot.signature import sign
+from spider_devkit.devstack import INSTALLATION_ID, DevStack
 from tests.worker.helpers import make_repo
-from worker.devstack import INSTALLATION_ID, DevStack
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 REPOS = ("acme/alpha", "acme/beta", "acme/gamma", "acme/delta")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from contract.settings import AppSettings
+from spider_devkit.devstack import app_key_pair
+from spider_devkit.fake_github import FakeGitHub
 from tests.worker import helpers
 from tests.worker.helpers import make_repo
-from worker.devstack import app_key_pair
-from worker.fake_github import FakeGitHub
-from worker.settings import AppSettings
 
 APP_ID = 4242
 INSTALLATION = 7

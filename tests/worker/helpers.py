@@ -12,7 +12,7 @@ import redis
 
 from spider.models import Hit, Issue, Localization, Reason
 from spider.settings import EngineSettings
-from worker.devstack import RedisServer
+from spider_devkit.devstack import RedisServer
 from worker.mirror import Checkout
 
 

@@ -21,9 +21,16 @@ def test_dockerfile_is_cpu_only_non_root_with_both_entry_points() -> None:
     assert "--index-url https://download.pytorch.org/whl/cpu" in text and '"torch==2.13.0"' in text
     assert "\nUSER spider\n" in text
     assert "uvicorn bot.app:app" in text and "celery -A worker.celery_app worker" in text
-    for path in ("spider", "bot", "worker", "templates"):
+    for path in ("spider", "contract", "bot", "worker", "templates"):
         assert f"COPY {path} ./{path}" in text
     assert "SPIDER_TEMPLATE_DIR=/app/templates" in text
+
+
+def test_dockerfile_ships_no_test_doubles_or_dev_tools() -> None:
+    """The fake GitHub, the dev stack and the replay command live in devkit/, a distribution
+    the image never installs; nor does it install the dev extra."""
+    text = (ROOT / "Dockerfile").read_text()
+    assert "devkit" not in text and "[dev]" not in text and "COPY tests" not in text
 
 
 def test_redis_is_shipped_durable() -> None:

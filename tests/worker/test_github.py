@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 import redis
 
+from contract.settings import AppSettings
+from spider_devkit.fake_github import FakeGitHub
 from worker.errors import GitHubRefused, GitHubUnavailable, RateLimited
-from worker.fake_github import FakeGitHub
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
-from worker.settings import AppSettings
 
 from .conftest import INSTALLATION, REPO
 
@@ -122,7 +122,7 @@ def test_config_file_contents(settings: AppSettings, redis_client: redis.Redis, 
 
 
 def test_bad_jwt_is_refused(settings: AppSettings, redis_client: redis.Redis) -> None:
-    from worker.devstack import app_key_pair
+    from spider_devkit.devstack import app_key_pair
 
     other = settings.model_copy(update={"github_private_key": __import__("pydantic").SecretStr(app_key_pair()[0])})
     with pytest.raises(GitHubRefused) as err, client(other, redis_client):
@@ -172,7 +172,7 @@ def test_timeouts_are_retried_then_transient(settings: AppSettings, redis_client
 
 def test_every_call_is_counted_by_status(settings: AppSettings, redis_client: redis.Redis,
                                          fake: FakeGitHub) -> None:
-    from worker.metrics import METRICS_KEY, RECORDER
+    from contract.metrics import METRICS_KEY, RECORDER
 
     RECORDER.flush(redis_client)  # what earlier tests in this process recorded
     redis_client.delete(METRICS_KEY)

@@ -12,17 +12,17 @@ import pytest
 import redis
 
 import worker.tasks as tasks
+from contract.jobs import IssueJob
+from contract.settings import AppSettings
+from spider_devkit.fake_github import FakeGitHub
 from tests.hostile import SECRET_FUNCTION, Hostile, git, hostile_repo, many_files_repo, safe_tree_of
 from tests.worker.helpers import StubEngine
 from worker.engine import SpiderEngine
 from worker.errors import UnsafeRepository, is_transient
-from worker.fake_github import FakeGitHub
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
-from worker.jobs import IssueJob
 from worker.mirror import Mirrors
 from worker.pipeline import Deps, run_job
 from worker.render import MARKER
-from worker.settings import AppSettings
 
 from .conftest import INSTALLATION
 

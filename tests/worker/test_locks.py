@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 import redis
 
+from contract.jobs import IssueJob
+from contract.settings import AppSettings
+from spider_devkit.fake_github import FakeGitHub
 from tests.worker.helpers import StubEngine
 from worker import locks
 from worker.errors import Busy, NotYourTurn, Throttled
-from worker.fake_github import FakeGitHub
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
-from worker.jobs import IssueJob
 from worker.mirror import Mirrors
 from worker.pipeline import Deps, run_job
-from worker.settings import AppSettings
 
 from .conftest import INSTALLATION, REPO
 

@@ -4,7 +4,7 @@ import io
 import json
 import logging
 
-from worker.logs import JsonFormatter, bind, redact
+from contract.logs import JsonFormatter, bind, redact
 
 
 def test_redacts_tokens_keys_and_credentials() -> None:

@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from worker.metrics import METRICS_KEY, Recorder, RedisCollector
+from contract.metrics import METRICS_KEY, Recorder, RedisCollector
 
 
 def dead_redis() -> redis.Redis:

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from contract.settings import AppSettings
 from spider.source import GitSource
 from tests.worker.helpers import commit, git, make_repo, write
 from worker.errors import FetchFailed, RepositoryTooLarge, UnsafeRepository
 from worker.mirror import Mirrors
-from worker.settings import AppSettings
 
 from .conftest import REPO
 

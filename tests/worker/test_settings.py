@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.settings import AppSettings, SettingsError
+from contract.settings import AppSettings, SettingsError
 
 KEY = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
 

@@ -4,9 +4,9 @@ import pytest
 import redis
 
 import worker.tasks as tasks
+from contract.settings import AppSettings
 from worker.errors import GitHubRefused, GitHubUnavailable, RateLimited
 from worker.pipeline import Outcome
-from worker.settings import AppSettings
 
 
 def test_retry_delay_is_exponential_with_jitter_and_capped() -> None:
@@ -116,7 +116,7 @@ def test_defer_delay_grows_is_capped_and_spread() -> None:
 
 def test_outcomes_and_durations_reach_the_metrics(fake_run: list[object],
                                                   redis_client: redis.Redis) -> None:
-    from worker.metrics import METRICS_KEY
+    from contract.metrics import METRICS_KEY
 
     fake_run.extend([GitHubUnavailable("502"), Outcome(status="created", comment_id=9)])
     tasks.localize_issue.apply(kwargs=KW).get()
@@ -126,7 +126,7 @@ def test_outcomes_and_durations_reach_the_metrics(fake_run: list[object],
 
 
 def test_visibility_timeout_must_outlast_every_legitimate_wait() -> None:
-    from worker.settings import SettingsError
+    from contract.settings import SettingsError
 
     base = {"_env_file": None, "github_app_id": 1, "github_private_key": _pem()}
     ok = AppSettings(**base, task_soft_time_limit_s=20, task_time_limit_s=30,
@@ -142,7 +142,7 @@ def test_visibility_timeout_must_outlast_every_legitimate_wait() -> None:
 
 
 def _pem() -> str:
-    from worker.devstack import app_key_pair
+    from spider_devkit.devstack import app_key_pair
 
     return app_key_pair()[0]
 
@@ -160,8 +160,8 @@ def test_a_retry_redis_cannot_take_requeues_the_job_instead_of_dropping_it() -> 
     with pytest.raises(Reject) as err:
         tasks._retry_or_fail(BrokerAway(), redis.ConnectionError("x"), 0, s, transient=True)
     assert err.value.requeue is True
+    from contract.jobs import IssueJob
     from worker.errors import Busy
-    from worker.jobs import IssueJob
 
     with pytest.raises(Reject) as err:
         tasks._defer(BrokerAway(), Busy("lock"), IssueJob(**KW), 0, s)

@@ -8,7 +8,7 @@ Redis, turns that hash into Prometheus counters and histograms. One scrape of an
 shows the whole fleet, and nothing is lost when a worker process is recycled. A flush that
 fails (Redis away) drops that job's observations: metrics never fail a job.
 
-Import-light (redis and prometheus_client only): the bot imports it.
+Import-light (redis and prometheus_client only): the bot serves it, the worker records it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The contract between the bot and the worker: one job, named by ids only.
+"""The job the bot hands to the worker: one issue, named by ids only.
 
-Import-light (standard library only): the bot imports it to enqueue by task name without
-importing the worker's tasks, and the worker re-reads every piece of state from GitHub.
+Import-light (standard library only): the bot enqueues by task name without importing the
+worker, and the worker re-reads every piece of state from GitHub.
 """
 
 from __future__ import annotations

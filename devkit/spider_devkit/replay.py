@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from worker.devstack import INSTALLATION_ID, DevStack
+from spider_devkit.devstack import INSTALLATION_ID, DevStack
 
 STACK_OWNED = frozenset({
     "SPIDER_REDIS_URL", "SPIDER_WEBHOOK_SECRET", "SPIDER_GITHUB_APP_ID", "SPIDER_GITHUB_PRIVATE_KEY",

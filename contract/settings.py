@@ -1,7 +1,7 @@
 """Settings of the GitHub App (bot and worker): the engine's settings plus deployment ones.
 
 One pydantic-settings class, read from ``SPIDER_*`` environment variables. This module is
-import-light (pydantic only) because the bot imports it too. Secrets are checked when a
+import-light (pydantic and the engine's ``spider.settings`` only): the bot imports it too. Secrets are checked when a
 process starts (:meth:`AppSettings.check_bot`, :meth:`AppSettings.check_worker`), not at
 import, so tests and tools can build settings freely.
 """
@@ -24,7 +24,6 @@ PLACEHOLDER_SECRET = re.compile(
 )
 MIN_WEBHOOK_SECRET_CHARS = 16  # GitHub recommends a long random secret; short ones are guessable
 VISIBILITY_MARGIN_S = 600  # slack between a task's longest legitimate wait and a redelivery
-DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "templates"
 
 
 class SettingsError(RuntimeError):
@@ -123,7 +122,10 @@ class AppSettings(EngineSettings):
     )
 
     # --- rendering ---
-    template_dir: Path = Field(DEFAULT_TEMPLATE_DIR, description="holds comment.md.j2")
+    template_dir: Path | None = Field(
+        None,
+        description="a directory whose comment.md.j2 / too_large.md.j2 override the shipped ones",
+    )
     app_name: str = Field("spider-bot", description="shown in the comment")
 
     @field_validator("github_api_url")

@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from bot.signature import sign
-from worker.fake_github import FakeGitHub
+from spider_devkit.fake_github import FakeGitHub
 
 APP_ID = 4242
 INSTALLATION_ID = 77
@@ -244,10 +244,6 @@ class DevStack:
         proc.wait(timeout=10)
         return pids
 
-    def stop_worker(self, name: str = "worker") -> None:
-        """Stop a worker gracefully (SIGTERM: it finishes its task first)."""
-        self._stop(name)
-
     def restart_redis(self, down_s: float = 1.0) -> None:
         """SIGKILL the stack's Redis and start it again after ``down_s`` seconds."""
         if self.redis_server is None:
@@ -328,8 +324,8 @@ class DevStack:
 
     def result(self, task_id: str, timeout: float = 180.0) -> dict[str, Any]:
         """Wait for a task's outcome (the dict ``localize_issue`` returns)."""
+        from contract.settings import AppSettings
         from worker.celery_app import make_celery
-        from worker.settings import AppSettings
 
         app = make_celery(AppSettings(redis_url=self.redis_url or ""))
         try:
