@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+
 import pytest
 
 from spider.graph.globs import GlobSet
@@ -62,3 +64,26 @@ def test_very_deep_paths() -> None:
     deep = "/".join(["d"] * 3000) + "/x.py"
     assert GlobSet(["**/tests/**"]).matches(deep) is False
     assert GlobSet(["d/**"]).matches(deep) is True
+
+
+def test_every_pattern_adds_to_the_set() -> None:
+    """A leading ``!`` or ``#`` is a character here, not gitignore's negation or comment."""
+    globs = GlobSet(["*.py", "!keep.py", "#notes.py"])
+    assert globs.matches("keep.py") and globs.matches("pkg/other.py")
+    assert GlobSet(["!keep.py"]).matches("pkg/!keep.py")
+    assert GlobSet(["#notes.py"]).matches("#notes.py")
+    assert not GlobSet(["!keep.py"]).matches("keep.py")
+
+
+def test_backslash_is_a_character_and_escaped_literals_match_themselves() -> None:
+    assert GlobSet(["a\\b.py"]).matches("a\\b.py")
+    assert not GlobSet(["a\\b.py"]).matches("ab.py")
+    odd = "x/[y]*?.py"
+    literal = GlobSet(["/" + glob.escape(odd)])  # what the benchmark's include globs look like
+    assert literal.matches(odd)
+    assert not literal.matches("x/y.py") and not literal.matches("x/[y]ab.py")
+
+
+def test_trailing_slash_names_a_directory_only() -> None:
+    assert GlobSet(["build/"]).matches("build/x.py")
+    assert not GlobSet(["build/"]).matches("build")
