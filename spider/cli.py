@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from spider.errors import EmptyIssue, InputError, PermanentError, SpiderError
+from spider.errors import EmptyIssue, EnginePermanentError, InputError, SpiderError
 from spider.models import Issue
 from spider.settings import EngineSettings
 
@@ -139,7 +139,7 @@ def locate(
         t1 = time.perf_counter()
         result = run_locate(idx, Issue(title=title, body=body), settings)
         t2 = time.perf_counter()
-    except (InputError, EmptyIssue, PermanentError) as exc:
+    except (InputError, EmptyIssue, EnginePermanentError) as exc:
         raise _fail(str(exc)) from exc
     except SpiderError as exc:
         raise _fail(f"{exc} (transient: try again)", code=3) from exc

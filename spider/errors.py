@@ -3,19 +3,21 @@
 The tree::
 
     SpiderError                      base of everything the engine raises on purpose
-    ├── TransientError               retrying later may succeed (network, timeouts, locks)
-    │   └── SelectorUnavailable      the selector's service failed after its retries
-    └── PermanentError               retrying will not help; the input must change
+    ├── EngineTransientError         retrying later may succeed (network, timeouts, locks)
+    └── EnginePermanentError         retrying will not help; the input must change
         ├── InputError               bad user input (path, issue text, options)
         │   ├── RepositoryNotFound   the path does not exist or is not a directory
         │   ├── EmptyIssue           the issue has no text to search with
-        │   └── NoSourceFiles        nothing in the tree is a supported source file
+        │   ├── NoSourceFiles        nothing in the tree is a supported source file
+        │   └── InvalidSetting       a setting or option has a value the engine cannot use
         ├── SourceError              a git tree or blob could not be read
         ├── IndexFormatError         a saved graph or cache file is unreadable
+        ├── WeightsFormatError       a coefficients file is missing, malformed or stale
         └── ModelLoadError           the embedding model could not be loaded offline
 
-Callers (the CLI, the worker) turn PermanentError into a clear message and
-TransientError into a retry.
+Callers (the CLI, the worker, the benchmark) catch ``SpiderError``: they turn
+EnginePermanentError into a clear message and EngineTransientError into a retry. The
+names differ from the bot's and the worker's own trees on purpose.
 """
 
 from __future__ import annotations
@@ -25,15 +27,15 @@ class SpiderError(Exception):
     """Base class for errors raised deliberately by the engine."""
 
 
-class TransientError(SpiderError):
+class EngineTransientError(SpiderError):
     """A failure that may go away when retried (network, timeouts, contention)."""
 
 
-class PermanentError(SpiderError):
+class EnginePermanentError(SpiderError):
     """A failure that retrying cannot fix."""
 
 
-class InputError(PermanentError):
+class InputError(EnginePermanentError):
     """Invalid input given by a user: a path, an issue text, an option."""
 
 
@@ -49,21 +51,21 @@ class NoSourceFiles(InputError):
     """The repository holds no file in a supported language (after exclusions)."""
 
 
-class SourceError(PermanentError):
+class InvalidSetting(InputError, ValueError):
+    """A setting or option value the engine cannot use (also a ValueError, for pydantic)."""
+
+
+class SourceError(EnginePermanentError):
     """A git tree or blob could not be listed or read."""
 
 
-class IndexFormatError(PermanentError):
+class IndexFormatError(EnginePermanentError):
     """A saved graph or cache file could not be read back."""
 
 
-class WeightsFormatError(PermanentError):
+class WeightsFormatError(EnginePermanentError):
     """A shipped or given coefficients file is missing, malformed or names unknown features."""
 
 
-class ModelLoadError(PermanentError):
+class ModelLoadError(EnginePermanentError):
     """The sentence-transformers model could not be loaded without a network."""
-
-
-class SelectorUnavailable(TransientError):
-    """The selector's backing service failed after all retries."""

@@ -6,14 +6,14 @@ constant beside the code that uses it) with a one-line reason.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-EdgeType = Literal["contains", "invokes", "imports", "inherits"]
+from spider.errors import InvalidSetting
+
 SelectorName = Literal["offline", "anthropic", "none", "oracle"]
 FirstStage = Literal["dense", "bm25", "hybrid"]
 
@@ -75,7 +75,7 @@ def parse_edges(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
         return ()
     bad = [i for i in items if i not in EXPANDABLE_EDGES]
     if bad:
-        raise ValueError(f"unknown edge type(s) {bad}: expected contains, invokes, both or none")
+        raise InvalidSetting(f"unknown edge type(s) {bad}: expected contains, invokes, both or none")
     return tuple(dict.fromkeys(items))
 
 
@@ -191,13 +191,12 @@ class EngineSettings(BaseSettings):
         """Whether the head re-ranker orders the top K (it needs the hybrid first stage)."""
         return self.rerank and self.first_stage == "hybrid"
 
+    @property
+    def expands(self) -> bool:
+        """Whether graph expansion runs at all (some edge type and at least one centre)."""
+        return bool(self.edges) and self.centres > 0 and self.selector != "none"
+
 
 def _is_test_glob(glob: str) -> bool:
     g = glob.lower()
     return any(t in g for t in ("test", "spec", "conftest"))
-
-
-@lru_cache(maxsize=1)
-def get_engine_settings() -> EngineSettings:
-    """The process-wide engine settings (tests may call ``cache_clear``)."""
-    return EngineSettings()

@@ -28,7 +28,6 @@ MARKER = "<!-- spider-bot:localization -->"  # finds our one comment per issue
 MAX_COMMENT_CHARS = 65_536  # GitHub rejects longer comment bodies
 MAX_NAME_CHARS = 120  # link text; the permalink carries the full location
 _HTML_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid", "first_stage": "first-stage"}
 # Settings shown in the details block, in this order (others the engine reports follow).
 _SETTINGS_ORDER = ("k", "selector", "edges", "first_stage", "rerank", "centres", "depth", "pool", "model")
 _COUNT_SUFFIXES = ("_calls", "_count", "calls", "count")
@@ -60,29 +59,13 @@ class CommentView:
     settings: Sequence[Markdown]
     timings: Sequence[Markdown]
     config_source: Markdown
+    method: Markdown
     skip_label: Markdown
 
 
 def reason_words(reason: Reason) -> Markdown:
-    """A reason in words, as ``Reason.describe`` says it, with repository text in code spans."""
-    if reason.kind == "expand" and reason.centre is not None:
-        centre = reason.centre.split(":", 1)[-1]
-        hops = f", {reason.hops} hops" if reason.hops and reason.hops > 1 else ""
-        return Markdown(f"found via {plain(reason.edge or 'an edge')} from {code(centre)}{hops}")
-    if reason.kind == "mention":
-        kind, sep, what = (reason.detail or "").partition(": ")
-        if not sep:  # a bare detail: the name itself
-            kind, what = "", reason.detail or ""
-        if kind == "file" and what:
-            return Markdown(f"in {code(what)}, a file named in the issue")
-        return Markdown(f"{code(what)} is named in the issue" if what else "named in the issue")
-    if reason.kind == "traceback":
-        return Markdown(
-            f"in the traceback ({code(reason.detail)})" if reason.detail else "in the traceback"
-        )
-    label = _RANK_LABELS.get(reason.kind, reason.kind)
-    text = plain(f"{label} rank {reason.rank}")
-    return Markdown(text if reason.detail is None else f"{text} ({plain(reason.detail)})")
+    """A reason in words (``Reason.describe``) with repository text in code spans."""
+    return Markdown(reason.describe(code=code, plain=plain))
 
 
 def permalink(html_url: str, sha: str, path: str, start: int, end: int) -> str:
@@ -164,6 +147,8 @@ def build_view(
     worker_timings = dict(timings or {})
     total = worker_timings.pop("total", None)
     all_timings = {**worker_timings, **{n: v for n, v in loc.timings.items() if n != "total"}}
+    if loc.selector_calls:
+        all_timings["selector_calls"] = float(loc.selector_calls)
     if total is not None:
         all_timings["total"] = total
     return CommentView(
@@ -180,6 +165,7 @@ def build_view(
         config_source=Markdown(
             "`.github/spider.yml`" if config_found else "defaults (no `.github/spider.yml`)"
         ),
+        method=plain(loc.method()),
         skip_label=code(skip_label),
     )
 
@@ -220,9 +206,15 @@ def build_too_large_view(*, app_name: str, skip_label: str, size_kb: int | None 
 
 
 @lru_cache(maxsize=4)
-def _environment(template_dir: str) -> jinja2.Environment:
+def _environment(template_dir: str | None) -> jinja2.Environment:
+    """Templates shipped in this package, or an operator's directory that overrides them."""
+    loader: jinja2.BaseLoader = (
+        jinja2.FileSystemLoader(template_dir)
+        if template_dir
+        else jinja2.PackageLoader("worker", "templates")
+    )
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(template_dir),
+        loader=loader,
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # Markdown, not HTML: the view model carries escaped text
         keep_trailing_newline=True,
@@ -231,11 +223,15 @@ def _environment(template_dir: str) -> jinja2.Environment:
     )
 
 
-def render(view: CommentView | TooLargeView, template_dir: Path) -> str:
-    """The comment's Markdown; RenderError if the template fails or the body is too long."""
+def render(view: CommentView | TooLargeView, template_dir: Path | None = None) -> str:
+    """The comment's Markdown; RenderError if the template fails or the body is too long.
+
+    ``template_dir`` overrides the templates shipped in ``worker/templates``.
+    """
     template = TOO_LARGE_TEMPLATE if isinstance(view, TooLargeView) else TEMPLATE
     try:
-        body = _environment(str(template_dir)).get_template(template).render(view=view)
+        env = _environment(str(template_dir) if template_dir else None)
+        body = env.get_template(template).render(view=view)
     except jinja2.TemplateError as exc:
         raise RenderError(f"{template}: {exc}") from exc
     if not body.startswith(MARKER):

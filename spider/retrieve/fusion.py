@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from spider.errors import InvalidSetting
+
 RRF_K = 60  # the constant of Cormack et al. (2009); damps the head of each list
 
 
@@ -20,7 +22,7 @@ def reciprocal_rank_fusion(
 ) -> np.ndarray:
     """Fused score per item: sum of ``w / (k + rank)`` over the given rank arrays."""
     if not rankings:
-        raise ValueError("reciprocal_rank_fusion needs at least one ranking")
+        raise InvalidSetting("reciprocal_rank_fusion needs at least one ranking")
     weights = weights or [1.0] * len(rankings)
     fused = np.zeros(len(rankings[0]), dtype=np.float64)
     for ranks, w in zip(rankings, weights, strict=True):

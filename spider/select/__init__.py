@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from spider.errors import InvalidSetting
 from spider.select.base import Candidate, NoSelector, SelectionRequest, Selector
 from spider.select.offline import OfflineSelector
 from spider.select.oracle import OracleSelector
@@ -18,7 +19,7 @@ def make_selector(settings: EngineSettings) -> Selector:
         from spider.select.anthropic_selector import AnthropicSelector
 
         return AnthropicSelector(settings)
-    raise ValueError(
+    raise InvalidSetting(
         f"selector {settings.selector!r} cannot be built from settings alone "
         "(the oracle needs ground truth; it is for benchmarks)"
     )

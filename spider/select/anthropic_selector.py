@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from spider.errors import InvalidSetting
 from spider.select.base import SelectionRequest, Selector
 from spider.settings import EngineSettings
 
@@ -88,7 +89,7 @@ class AnthropicSelector(Selector):
             import anthropic
 
             if settings.anthropic_api_key is None:
-                raise ValueError(
+                raise InvalidSetting(
                     "the anthropic selector needs SPIDER_ANTHROPIC_API_KEY; "
                     "use selector=offline to run without it"
                 )

@@ -2,26 +2,28 @@
 item it would evict (the paper's η > τ rule), with both probabilities estimated by a small
 logistic model over features computed without any model call.
 
-The coefficients live in ``offline_weights.json`` beside this file; ``spider bench fit``
-regenerates them from the dev set by cross-validation (see the README).
+The coefficients live in ``offline_weights.json`` beside this file, read through the one
+checked loader (``spider.weights``); ``spider bench fit`` regenerates them by
+cross-validation and chooses the margin by the η > τ rule (see the README).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
+from spider.features import NEIGHBOUR_FEATURES, log_rank
 from spider.select.base import Candidate, SelectionRequest, Selector
-
-if TYPE_CHECKING:
-    from spider.expand import Admission
+from spider.select.exchange import Admission, order_by_probability
+from spider.weights import load_weights
 
 WEIGHTS_FILE = Path(__file__).with_name("offline_weights.json")
+WEIGHTS_KIND = "offline-selector"
+REGENERATE = "spider bench fit --write-weights"
 
 
 @dataclass(frozen=True)
@@ -31,15 +33,23 @@ class OfflineWeights:
     neighbour: Mapping[str, float]  # feature name -> coefficient ("bias" is the intercept)
     ranked: Mapping[str, float]  # coefficients of a plain first-stage item: bias, log_rank
     margin: float  # admit only when p(neighbour) exceeds p(evicted) by this much (log-odds)
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | Path = WEIGHTS_FILE) -> OfflineWeights:
-        """Read the weights file."""
-        data = json.loads(Path(path).read_text())
+        """Read a weights file written by ``spider bench fit`` (schema checked)."""
+        f = load_weights(
+            path,
+            kind=WEIGHTS_KIND,
+            sections={"neighbour": ("bias", *NEIGHBOUR_FEATURES), "ranked": ("bias", "log_rank")},
+            scalars={"margin": 0.0},
+            regenerate=REGENERATE,
+        )
         return cls(
-            neighbour=dict(data["neighbour"]),
-            ranked=dict(data["ranked"]),
-            margin=float(data.get("margin", 0.0)),
+            neighbour=f.sections["neighbour"],
+            ranked=f.sections["ranked"],
+            margin=f.scalars["margin"],
+            meta=f.meta,
         )
 
 
@@ -74,7 +84,7 @@ class OfflineSelector(Selector):
 
     def ranked_probability(self, rank: int) -> float:
         """Estimated probability that the first-stage item at ``rank`` must be edited."""
-        return _sigmoid(logit(self.weights.ranked, {"log_rank": math.log(max(rank, 1))}))
+        return _sigmoid(logit(self.weights.ranked, {"log_rank": log_rank(rank)}))
 
     def place(
         self,
@@ -84,8 +94,6 @@ class OfflineSelector(Selector):
         rank_of: Mapping[str, int],
     ) -> list[str]:
         """Re-place admitted items by estimated probability (see ``order_by_probability``)."""
-        from spider.expand import order_by_probability  # expand imports the selectors
-
         by_id = {c.id: c for r in requests for c in r.candidates}
         return order_by_probability(
             final,
@@ -98,7 +106,7 @@ class OfflineSelector(Selector):
     def _select(self, requests: Sequence[SelectionRequest]) -> list[list[str]]:
         out: list[list[str]] = []
         for req in requests:
-            tau = logit(self.weights.ranked, {"log_rank": math.log(max(req.budget_rank, 1))})
+            tau = logit(self.weights.ranked, {"log_rank": log_rank(req.budget_rank)})
             out.append(
                 [
                     c.id

@@ -9,10 +9,13 @@ import numpy as np
 import pytest
 
 from spider.errors import WeightsFormatError
+from spider.features import HEAD_FEATURES as FEATURES
+from spider.features import head_features as item_features
 from spider.index import Index, build_index
-from spider.locate import first_stage, locate
+from spider.locate import locate
 from spider.models import Issue
-from spider.rerank import FEATURES, RerankWeights, default_weights, item_features, rerank_head
+from spider.rerank import RerankWeights, default_weights, rerank_head
+from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
 
@@ -108,10 +111,14 @@ def test_rerank_keeps_the_top_k_and_sorts_it_by_the_model(index: Index) -> None:
     off = locate(index, ISSUE, index.settings.model_copy(update={"rerank": False}))
     on = locate(index, ISSUE, index.settings)
     assert {h.id for h in off.hits} == {h.id for h in on.hits} and len(on.hits) == 4
-    # a hit's reason keeps the fusion's own rank, wherever the head model put it
+    # a hit's reason shows the rank the reader sees; where the head model moved it, the
+    # fused rank it came from is in the detail
     fused = {h.id: h.reasons[0].rank for h in off.hits}
-    assert {h.id: h.reasons[0].rank for h in on.hits} == fused
     assert sorted(fused.values()) == [1, 2, 3, 4]
+    assert [h.reasons[0].rank for h in on.hits] == [1, 2, 3, 4]
+    for shown, h in enumerate(on.hits, start=1):
+        moved = f"re-ranked from {fused[h.id]}"
+        assert (moved in (h.reasons[0].detail or "")) == (fused[h.id] != shown)
 
 
 def test_shipped_weights_load_and_name_known_features() -> None:
@@ -123,15 +130,22 @@ def test_shipped_weights_load_and_name_known_features() -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("not json", "cannot read rerank weights"),
-        (json.dumps({"bias": 0.0}), "cannot read rerank weights"),
-        (json.dumps({"coef": {"colour": 1.0}}), "unknown features"),
+        ("not json", "cannot read weights"),
+        ("[1, 2]", "not a JSON object"),
+        (json.dumps({"bias": 0.0}), "schema None, this engine reads schema 1"),
+        (json.dumps({"schema": 1, "kind": "offline-selector", "coef": {}}), "not 'rerank'"),
+        (json.dumps({"schema": 1, "kind": "rerank", "bias": 0.0}), "section 'coef' is missing"),
+        (json.dumps({"schema": 1, "kind": "rerank", "coef": {"colour": 1.0}}), "unknown features"),
+        (json.dumps({"schema": 1, "kind": "rerank", "coef": {"log_rank": "x"}}), "finite number"),
+        (json.dumps({"schema": 1, "kind": "rerank", "coef": {}, "bias": float("nan")}),
+         "finite number"),
     ],
 )
 def test_bad_weights_file_is_a_clear_error(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "w.json"
     path.write_text(content)
-    with pytest.raises(WeightsFormatError, match=message):
+    with pytest.raises(WeightsFormatError, match=message) as err:
         RerankWeights.load(path)
+    assert "fit-rerank" in str(err.value) or "not 'rerank'" in str(err.value)
     with pytest.raises(WeightsFormatError, match="cannot read"):
         RerankWeights.load(tmp_path / "missing.json")

@@ -5,10 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from spider.models import Hit, Localization, Reason
+from spider.models import CentreExpansion, Hit, Localization, Reason
 from worker.errors import RenderError
 from worker.render import MARKER, build_view, permalink, reason_words, render
-from worker.settings import DEFAULT_TEMPLATE_DIR
 
 GOLDEN = Path(__file__).parent / "golden"
 SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
@@ -23,14 +22,19 @@ def localization() -> Localization:
                 [Reason("hybrid", rank=1, score=0.91, detail="dense 2, BM25 1"),
                  Reason("mention", detail="Session.send")]),
             Hit("httpkit/headers.py:parse_header", "httpkit/headers.py", "parse_header", 1, 4, 0.5,
-                [Reason("expand", centre="httpkit/session.py:Session.read_headers", edge="invokes",
-                        hops=2), Reason("hybrid", rank=31)]),
+                [Reason("expand", centre="httpkit/session.py:Session.send", edge="invokes",
+                        hops=1), Reason("hybrid", rank=31, detail="dense 40, BM25 12")]),
             Hit("httpkit/cookies.py:parse_cookie", "httpkit/cookies.py", "parse_cookie", 1, 1, 0.2,
                 [Reason("traceback")]),
         ],
-        settings={"k": 3, "first_stage": "hybrid", "selector": "offline",
-                  "edges": ["contains", "invokes"], "pool": 500},
-        timings={"first_stage": 0.25, "expansion": 0.5, "total": 0.75, "selector_calls": 5.0},
+        settings={"k": 3, "first_stage": "hybrid", "signals": True, "rerank": True,
+                  "selector": "offline", "edges": ["contains", "invokes"], "pool": 500},
+        timings={"first_stage": 0.25, "expansion": 0.5, "total": 0.75},
+        expansion=[CentreExpansion("httpkit/session.py:Session.send", offered=6, outside=4,
+                                   accepted=1, admitted=1),
+                   CentreExpansion("httpkit/cookies.py:parse_cookie", offered=2, outside=2,
+                                   accepted=0, admitted=0)],
+        selector_calls=2,
     )
 
 
@@ -40,7 +44,7 @@ def comment(**kw: object) -> str:
         config_found=True, skip_label="spider:skip", app_name="spider-bot",
     )
     args.update(kw)
-    return render(build_view(localization(), **args), DEFAULT_TEMPLATE_DIR)  # type: ignore[arg-type]
+    return render(build_view(localization(), **args))  # type: ignore[arg-type]
 
 
 def check_golden(name: str, text: str) -> None:
@@ -88,7 +92,7 @@ def test_hostile_repository_content_is_inert() -> None:
     loc.hits[0] = Hit("x", "src/we ird(1)`.py", "evil`@everyone <img src=x> [a](http://x)", 3, 4, 1.0,
                       [Reason("expand", centre="p.py:`@team`", edge="invokes")])
     body = render(build_view(loc, html_url=URL, branch="ma`in", skip_label="@org/team",
-                             app_name="bot @x", notes=["see #1 @bob"]), DEFAULT_TEMPLATE_DIR)
+                             app_name="bot @x", notes=["see #1 @bob"]))
     assert "/src/we%20ird%281%29%60.py#L3-L4" in body
     assert "``evil`@everyone <img src=x> [a](http://x)``" in body
     assert "`` `@team` ``" in body
@@ -121,11 +125,32 @@ def test_the_too_large_comment_is_polite_and_safe() -> None:
 
     view = build_too_large_view(app_name="@spider [bot](https://x.example)", skip_label="skip`me",
                                 size_kb=3_500_000, limit_kb=2_000_000)
-    body = render(view, DEFAULT_TEMPLATE_DIR)
+    body = render(view)
     assert body.startswith(MARKER + "\nThanks for the report.")
     assert "the repository is 3.3 GB, above the 1.9 GB this installation indexes" in body
     assert "@spider" not in body and "](https" not in body and "``skip`me``" in body
     files = render(build_too_large_view(app_name="spider-bot", skip_label="s", files=30_000,
-                                        limit_files=20_000), DEFAULT_TEMPLATE_DIR)
+                                        limit_files=20_000))
     assert "the repository has 30000 source files, above the 20000 this installation" in files
     assert [human_size(k) for k in (5, 1536, 2_000_000)] == ["5 KB", "1.5 MB", "1.9 GB"]
+
+
+def test_the_method_line_says_what_ran() -> None:
+    body = comment()
+    assert ("- Method: dense retrieval and BM25, fused, plus the issue's own evidence such as "
+            "tracebacks and names; the top 3 re-ranked by the head model; graph expansion over "
+            "contains, invokes edges: the offline selector was offered 8 neighbours, 6 of them "
+            "outside the list, and admitted 1") in body
+    assert "selector calls 2" in body
+
+    loc = localization()
+    loc.settings.update(first_stage="bm25", signals=False, rerank=False, selector="none")
+    loc.expansion, loc.selector_calls = [], 0
+    plain_body = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
+    assert "- Method: BM25; no graph expansion: selector none" in plain_body
+    assert "selector calls" not in plain_body and "SpIDER" not in plain_body
+
+    loc = localization()
+    loc.expansion = [CentreExpansion("a.py:f", offered=41, outside=41, accepted=0, admitted=0)]
+    nothing = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
+    assert "offered 41 neighbours, 41 of them outside the list, and admitted none" in nothing

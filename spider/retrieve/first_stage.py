@@ -1,0 +1,95 @@
+"""The first stage: rank every function of an index for an issue.
+
+Dense retrieval, BM25 and file-level BM25 fused by weighted reciprocal rank, plus the
+issue's own evidence (stack frames, paths, identifiers). The result keeps each ranker's
+ranks and raw scores so later stages (head re-ranking, the selector's features, the hit
+reasons) read them from one place instead of recomputing them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
+
+if TYPE_CHECKING:
+    from spider.index import Index
+    from spider.models import Issue
+    from spider.settings import EngineSettings
+
+
+@dataclass
+class FirstStage:
+    """The first-stage ranking of every function."""
+
+    kind: str  # dense / bm25 / hybrid
+    order: np.ndarray  # function indices, best first (the head re-sorted when re-ranking)
+    rank: np.ndarray  # 1-based fused rank of every function, before any re-ranking
+    scores: np.ndarray  # score per function (higher is better)
+    ranks: dict[str, np.ndarray]  # per ranker: 1-based rank of every function
+    evidence: dict[int, str]  # function index -> strongest issue signal, in words
+    signal: np.ndarray | None = None  # issue-signal strength per function (0 = none)
+    raw: dict[str, np.ndarray] = field(default_factory=dict)  # per ranker: raw score
+    reranked: bool = False  # whether ``order``'s head was re-sorted by the head model
+
+    def shown_rank(self) -> np.ndarray:
+        """1-based position of every function in ``order``: the rank a reader sees."""
+        shown = np.empty(len(self.order), dtype=np.int64)
+        shown[self.order] = np.arange(1, len(self.order) + 1)
+        return shown
+
+
+def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstStage:
+    """Rank every function of the index for the issue with the configured first stage."""
+    text = issue.text[: settings.max_issue_chars]
+    ranks: dict[str, np.ndarray] = {}
+    scores: dict[str, np.ndarray] = {}
+    if settings.first_stage in ("dense", "hybrid"):
+        vecs = index.vectors()
+        q = index.encoder().encode_query(text)
+        scores["dense"] = vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
+        ranks["dense"] = ranks_from_scores(scores["dense"])
+    if settings.first_stage in ("bm25", "hybrid"):
+        scores["bm25"] = index.lexical().scores(text)
+        ranks["bm25"] = ranks_from_scores(scores["bm25"])
+    if settings.first_stage == "hybrid":
+        lists, weights = (
+            [ranks["dense"], ranks["bm25"]],
+            [settings.fusion_dense, settings.fusion_bm25],
+        )
+        if settings.fusion_file > 0 and len(ranks["dense"]):
+            file_ranks = ranks_from_scores(index.file_lexical().scores(text))
+            ranks["file"] = file_ranks[index.file_of()]
+            lists.append(ranks["file"])
+            weights.append(settings.fusion_file)
+        fused = reciprocal_rank_fusion(lists, weights, settings.fusion_k)
+    else:
+        fused = scores[settings.first_stage].astype(np.float64)
+    evidence: dict[int, str] = {}
+    sig_arr: np.ndarray | None = None
+    if settings.signals and settings.first_stage == "hybrid" and len(fused):
+        sig, evidence = signal_scores(
+            index.name_table(), extract_signals(text), len(index.function_ids)
+        )
+        sig_arr = np.asarray(sig, dtype=np.float64)
+        has = sig_arr > 0
+        if has.any():
+            fused = fused + signal_bonus(sig_arr, settings.fusion_signals, settings.fusion_k)
+            ranks["signals"] = np.where(has, ranks_from_scores(sig_arr), 0)
+    order = np.argsort(-fused, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(1, len(order) + 1)
+    return FirstStage(
+        kind=settings.first_stage,
+        order=order,
+        rank=rank,
+        scores=fused,
+        ranks=ranks,
+        evidence=evidence,
+        signal=sig_arr,
+        raw=scores,
+    )
