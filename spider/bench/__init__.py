@@ -2,8 +2,11 @@
 
 Modules: ``metrics`` (Recall/Acc/MRR@K), ``ids`` (the dataset's id convention),
 ``dataset`` (JSONL rows), ``groundtruth`` (patch -> functions), ``methods`` (method ->
-engine settings), ``runner`` (instances x methods -> predictions and summary),
-``history`` (fix commits -> a dataset), ``cli`` (the ``spider bench`` commands).
+engine settings), ``run`` (the run loop: instances x methods -> prediction rows),
+``store`` (predictions/errors/summary files, resume, the summary itself), ``report``
+(console and Markdown tables), ``history`` (fix commits -> a dataset), ``gtcheck``
+(ground-truth checks), ``cv`` (leave-one-repository-out folds), ``tune`` / ``fit`` /
+``fit_rerank`` (fitting on dev data), ``cli`` (the ``spider bench`` commands).
 """
 
 from spider.bench.metrics import DEFAULT_KS, aggregate, score_instance

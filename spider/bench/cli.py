@@ -13,8 +13,9 @@ import json
 import shlex
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 import typer
 
@@ -27,24 +28,25 @@ from spider.bench.history import (
     mine_history,
 )
 from spider.bench.methods import parse_methods
-from spider.bench.runner import (
+from spider.bench.report import render_tables, render_timings
+from spider.bench.run import (
     GT_CHOICES,
-    SUMMARY,
     BenchConfig,
     GtChoice,
     RepoResolver,
     fixed_resolver,
-    render_tables,
-    render_timings,
     run_benchmark,
     template_resolver,
+    unrunnable,
 )
+from spider.bench.store import SUMMARY, read_summary
 from spider.errors import InputError, SpiderError
 from spider.settings import EngineSettings
 
 DEFAULT_METHODS = "bm25,dense,hybrid"  # the cheap baselines; add spider-* / oracle explicitly
 DATASET_FILE = "dataset.jsonl"  # what `history` writes into --out
-_T = TypeVar("_T")  # what a fitting command's collect step returns
+_T = TypeVar("_T")  # one collected instance of a fitting command
+_W = TypeVar("_W")  # the weights a fitting command writes
 
 bench_app = typer.Typer(
     help="Measure localization (Recall/Acc/MRR@K) on SWE-bench-style data or on git history.",
@@ -104,29 +106,60 @@ def _split(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
-def _collect_dev(
-    collect: Callable[[Sequence[Instance], RepoResolver, EngineSettings, Path], _T],
+@dataclass(frozen=True)
+class Fitting(Generic[_T, _W]):
+    """What a fitting command declares; ``_fit`` does the rest (one body for all three)."""
+
+    collect: Callable[[Sequence[Instance], RepoResolver, EngineSettings, Path], list[_T]]
+    cross_validate: Callable[[list[_T], int], dict[str, Any]]  # leave-one-repository-out
+    cv_file: str  # the CV report, written into --out
+    describe: Callable[[dict[str, Any]], str] = lambda cv: json.dumps(cv, indent=2)
+    weights: Callable[[list[_T], dict[str, Any], int], _W] | None = None  # fit on everything
+    write: Callable[[_W, dict[str, Any], str, Path], None] | None = None
+    weights_file: Path | None = None  # the shipped file --write-weights replaces
+    min_repos: int = 2  # leave-one-repository-out needs one to hold out and one to fit on
+
+
+def _fit(
+    spec: Fitting[_T, _W],
     dataset: Path,
     repos: str,
-    only_repo: str | None,
-    settings: EngineSettings,
     out: Path,
-    min_repos: int = 1,
-) -> _T:
-    """A fitting command's collect step over the dataset's instances (``--only-repo``
-    applied); exits with an error when no instance could be collected, or when they come
-    from fewer than ``min_repos`` repositories (leave-one-repository-out CV needs two)."""
+    cache_dir: Path | None,
+    only_repo: str | None,
+    k: int,
+    write_weights: bool = False,
+) -> None:
+    """Collect the dev instances (``--only-repo`` applied), run the CV, write its report,
+    print it and, with ``--write-weights``, fit on every instance and replace the shipped
+    file. Too few repositories, or nothing collected, is a clean error (exit 2)."""
     rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
     found = sorted({r.repo for r in rows})
-    if rows and len(found) < min_repos:
+    if rows and len(found) < spec.min_repos:
         raise _fail(
-            f"leave-one-repository-out CV needs instances from at least {min_repos} "
+            f"leave-one-repository-out CV needs instances from at least {spec.min_repos} "
             f"repositories; --only-repo leaves {', '.join(found)}"
         )
-    data = collect(rows, template_resolver(repos), settings, out)
-    if not data:
-        raise _fail("no instance could be collected")
-    return data
+    try:
+        data = spec.collect(rows, template_resolver(repos), _settings(k, cache_dir), out)
+        if not data:
+            raise _fail("no instance could be collected")
+        cv = spec.cross_validate(data, k)
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    (out / spec.cv_file).write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")
+    typer.echo(spec.describe(cv))
+    if write_weights and spec.weights and spec.write and spec.weights_file:
+        spec.write(spec.weights(data, cv, k), cv, _command_line(), spec.weights_file)
+        typer.echo(f"wrote {spec.weights_file}")
+
+
+def _finished(out: Path) -> dict[str, Any]:
+    """A finished run's summary, or a clean error."""
+    summary = read_summary(out)
+    if summary is None:
+        raise _fail(f"no {SUMMARY} in {out}")
+    return summary
 
 
 def _fail(message: str) -> typer.Exit:
@@ -275,14 +308,12 @@ def runnable(
     repos: ReposOpt,
 ) -> None:
     """List which instances have their repository and base commit here."""
-    from spider.bench.runner import _unrunnable  # one definition of "runnable"
-
     rows = read_dataset(dataset)
     resolve = template_resolver(repos)
     ok: dict[str, int] = {}
     bad: dict[str, str] = {}
     for inst in rows:
-        reason = _unrunnable(resolve(inst), inst)
+        reason = unrunnable(resolve(inst), inst)
         if reason:
             bad[inst.instance_id] = reason
         else:
@@ -331,7 +362,8 @@ def rescore_cmd(
 ) -> None:
     """Score a run's rankings against another ground truth (no engine run)."""
     from spider.bench.methods import Method
-    from spider.bench.runner import read_predictions, rescore, summarise
+    from spider.bench.run import rescore
+    from spider.bench.store import read_predictions, summarise, write_predictions, write_summary
 
     try:
         rows = read_predictions(src)
@@ -342,15 +374,12 @@ def rescore_cmd(
         new_rows = rescore(rows, instances, template_resolver(repos), settings, _gt_choice(gt))
     except SpiderError as exc:
         raise _fail(str(exc)) from exc
-    out.mkdir(parents=True, exist_ok=True)
-    with (out / "predictions.jsonl").open("w", encoding="utf-8") as fh:
-        for r in new_rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    write_predictions(out, new_rows)
     names = list(dict.fromkeys(r["method"] for r in new_rows))
     methods = [Method(n, n.partition(":")[0]) for n in names]
     cfg = BenchConfig(methods, out, settings=settings, command=_command_line())
     summary = summarise(new_rows, instances, cfg)
-    (out / SUMMARY).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_summary(out, summary)
     render_tables(summary)
 
 
@@ -362,10 +391,7 @@ def show(
     ] = False,
 ) -> None:
     """Print the tables of a finished run's summary.json."""
-    path = out / SUMMARY
-    if not path.exists():
-        raise _fail(f"no {SUMMARY} in {out}")
-    summary = json.loads(path.read_text(encoding="utf-8"))
+    summary = _finished(out)
     render_tables(summary)
     if timings:
         render_timings(summary)
@@ -381,26 +407,21 @@ def fit(
     k: KOpt = 20,
     write_weights: WriteWeightsOpt = False,
 ) -> None:
-    """Fit the offline selector by leave-one-repository-out CV on dev data only."""
+    """Fit the offline selector by leave-one-repository-out CV on dev data only; the
+    admission margin by the η > τ rule."""
     from spider.bench import fit as fitting
-    from spider.select.offline import WEIGHTS_FILE, OfflineWeights
+    from spider.select.offline import WEIGHTS_FILE
 
-    records = _collect_dev(
-        fitting.collect, dataset, repos, only_repo, _settings(k, cache_dir), out, min_repos=2
+    spec = Fitting(
+        fitting.collect,
+        fitting.cross_validate,
+        "fit-cv.json",
+        describe=lambda cv: fitting.describe_cv(cv, k),
+        weights=fitting.fit_chosen,
+        write=fitting.write_weights,
+        weights_file=WEIGHTS_FILE,
     )
-    cv = fitting.cross_validate(records, k)
-    w = fitting.fit_weights(records, k)
-    weights = OfflineWeights(w.neighbour, w.ranked, cv["margin"])
-    (out / "fit-cv.json").write_text(json.dumps(cv, indent=2))
-    typer.echo(json.dumps({m: cv["by_margin"][m]["R@20"] for m in cv["by_margin"]}))
-    typer.echo(
-        f"first stage R@20 {cv['first_stage']['R@20']:.4f}  "
-        f"offline (cv, margin {cv['margin']}) {cv['by_margin'][str(cv['margin'])]['R@20']:.4f}  "
-        f"oracle {cv['oracle']['R@20']:.4f}  over {cv['instances']} instances"
-    )
-    if write_weights:
-        fitting.write_weights(weights, cv, _command_line(), WEIGHTS_FILE)
-        typer.echo(f"wrote {WEIGHTS_FILE}")
+    _fit(spec, dataset, repos, out, cache_dir, only_repo, k, write_weights)
 
 
 @bench_app.command("fit-rerank")
@@ -417,16 +438,16 @@ def fit_rerank(
     from spider.bench import fit_rerank as fitting
     from spider.rerank import WEIGHTS_FILE
 
-    data = _collect_dev(
-        fitting.collect, dataset, repos, only_repo, _settings(k, cache_dir), out, min_repos=2
+    spec = Fitting(
+        fitting.collect,
+        fitting.cross_validate,
+        "fit-rerank-cv.json",
+        weights=lambda data, cv, _k: fitting.fit(data, cv["C"], cv["pool"]),
+        write=fitting.write_weights,
+        weights_file=WEIGHTS_FILE,
+        min_repos=fitting.MIN_REPOS,
     )
-    cv = fitting.cross_validate(data, k)
-    (out / "fit-rerank-cv.json").write_text(json.dumps(cv, indent=2))
-    typer.echo(json.dumps(cv, indent=2))
-    if write_weights:
-        weights = fitting.fit(data, cv["C"], cv["pool"])
-        fitting.write_weights(weights, cv, _command_line(), WEIGHTS_FILE)
-        typer.echo(f"wrote {WEIGHTS_FILE}")
+    _fit(spec, dataset, repos, out, cache_dir, only_repo, k, write_weights)
 
 
 @bench_app.command("tune")
@@ -437,13 +458,14 @@ def tune(
     cache_dir: CacheOpt = None,
     only_repo: OnlyRepoOpt = None,
 ) -> None:
-    """Choose the first-stage fusion weights by leave-one-repository-out CV (dev data only)."""
+    """Choose the first-stage fusion weights by leave-one-repository-out CV (dev data only;
+    the chosen point is reported, not written: the weights are EngineSettings defaults)."""
     from spider.bench import tune as tuning
 
-    data = _collect_dev(tuning.collect, dataset, repos, only_repo, _settings(20, cache_dir), out)
-    report = tuning.cross_validate(data)
-    (out / "tune-cv.json").write_text(json.dumps(report, indent=2))
-    typer.echo(json.dumps(report, indent=2))
+    spec: Fitting[dict[str, Any], None] = Fitting(
+        tuning.collect, lambda data, _k: tuning.cross_validate(data), "tune-cv.json"
+    )
+    _fit(spec, dataset, repos, out, cache_dir, only_repo, tuning.K)
 
 
 @bench_app.command("markdown")
@@ -462,13 +484,8 @@ def markdown(
     """Print a finished run's tables as Markdown (as pasted into the README)."""
     from spider.bench.report import markdown_report
 
-    path = out / SUMMARY
-    if not path.exists():
-        raise _fail(f"no {SUMMARY} in {out}")
-    summary = json.loads(path.read_text(encoding="utf-8"))
-    typer.echo(
-        markdown_report(summary, method, _split(only_repo) or (), _split(skip_repo) or ())
-    )
+    summary = _finished(out)
+    typer.echo(markdown_report(summary, method, _split(only_repo) or (), _split(skip_repo) or ()))
 
 
 def main() -> None:

@@ -5,55 +5,48 @@
 For every instance the default first stage is run once and the SpIDER neighbourhoods of
 its centres are gathered with their features (the expensive part; cached in
 ``DIR/fit-data.jsonl``). Two logistic models are fitted: p(edited | first-stage rank) for
-plain ranked items, and p(edited | neighbour features). The admission margin is chosen by
-cross-validation grouped by repository, maximising mean Recall@K of the simulated
-exchange. Only the dev data given is ever used.
+plain ranked items, and p(edited | neighbour features). Only the dev data given is used.
+
+The admission margin follows the paper's η > τ condition, measured by leave-one-repository-
+out CV of the simulated exchange: η is the share of admitted neighbours (items the exchange
+inserted into the top K) that the fix edits, τ the share of the items they evicted from the
+top K that it edits. A swap helps on average only when η > τ, so the chosen margin is the
+smallest (the most admissions) at which CV η > τ holds with at least one admission; when no
+margin satisfies it, the smallest margin that admits nothing is chosen, and the CV report
+says so.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from spider.bench.cv import leave_one_repository_out
 from spider.bench.dataset import Instance
 from spider.bench.ids import graph_ids_for, normalise_id
 from spider.bench.metrics import aggregate, dedupe, score_instance
-from spider.bench.runner import RepoResolver, index_instance
-from spider.expand import exchange
+from spider.bench.run import RepoResolver, index_instance
+from spider.features import NEIGHBOUR_FEATURES, log_rank, pool_features
 from spider.models import Issue
 from spider.select.base import Candidate, SelectionRequest
-from spider.select.offline import OfflineSelector, OfflineWeights
+from spider.select.exchange import exchange
+from spider.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights
 from spider.settings import EngineSettings
+from spider.weights import dump_weights
 
 log = logging.getLogger(__name__)
 
 FIT_DATA = "fit-data.jsonl"
-NEIGHBOUR_FEATURES = (
-    "log_rank",
-    "log_centre_rank",
-    "hops",
-    "edge_invokes",
-    "same_file",
-    "same_class",
-    "mentioned",
-    "same_name",
-    "name_overlap",
-    "log_dense_rank",
-    "log_bm25_rank",
-    "signal",
-    "centre_signal",
-)  # what the neighbour model may use (all computed in spider.expand / spider.locate)
-RANKED_FEATURES = ("log_rank",)
 L2_C = 1.0  # inverse regularisation strength of both logistic fits
-MARGINS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)  # log-odds grid
+MARGINS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)  # log-odds grid, ascending
+RATE_DIGITS = 4  # η, τ and recall as written into the weights file
 RANKED_SAMPLE = 500  # first-stage ranks per instance used to fit p(edited | rank)
 
 
@@ -78,7 +71,7 @@ def collect(
 ) -> list[FitRecord]:
     """Gather fit records (resumable: instances already in ``out/fit-data.jsonl`` are reused)."""
     from spider.expand import build_requests
-    from spider.locate import first_stage
+    from spider.locate import ranked_first_stage
 
     path = out / FIT_DATA
     out.mkdir(parents=True, exist_ok=True)
@@ -95,12 +88,12 @@ def collect(
             t0 = time.perf_counter()
             index, truth, id_map = index_instance(inst, resolve, settings)
             issue = inst.issue()
-            fs = first_stage(index, issue, settings)
+            fs = ranked_first_stage(index, issue, settings)
             ids = index.function_ids
             pool = [ids[i] for i in fs.order[: settings.pool]]
             scores = {ids[i]: float(fs.scores[i]) for i in fs.order[: settings.pool]}
             reqs = build_requests(
-                index.graph, issue, pool, scores, settings, fs.item_features(ids, settings.pool)
+                index.graph, issue, pool, scores, settings, pool_features(fs, ids, settings.pool)
             )
             cand_ids = {c.id for r in reqs for c in r.candidates}
             rec = FitRecord(
@@ -152,11 +145,46 @@ def _requests(rec: FitRecord, k: int) -> list[SelectionRequest]:
     ]
 
 
-def simulate(
+@dataclass
+class Swaps:
+    """What the exchange did: items inserted into the top K and items evicted from it,
+    each with how many of them the fix edits."""
+
+    admitted: int = 0
+    admitted_in_gt: int = 0
+    evicted: int = 0
+    evicted_in_gt: int = 0
+
+    def __iadd__(self, other: Swaps) -> Swaps:
+        self.admitted += other.admitted
+        self.admitted_in_gt += other.admitted_in_gt
+        self.evicted += other.evicted
+        self.evicted_in_gt += other.evicted_in_gt
+        return self
+
+    @property
+    def eta(self) -> float | None:
+        """Share of admitted neighbours in the ground truth (None: nothing admitted)."""
+        return self.admitted_in_gt / self.admitted if self.admitted else None
+
+    @property
+    def tau(self) -> float | None:
+        """Share of evicted items in the ground truth (None: nothing evicted)."""
+        return self.evicted_in_gt / self.evicted if self.evicted else None
+
+    def helps(self) -> bool:
+        """The paper's condition: something admitted, and η > τ (no eviction costs 0)."""
+        eta, tau = self.eta, self.tau
+        return eta is not None and eta > (tau or 0.0)
+
+
+def simulate_swaps(
     rec: FitRecord, weights: OfflineWeights | None, k: int, placement: str = "probability"
-) -> dict[str, float]:
-    """Metrics of the exchange under ``weights`` (None = no expansion) for one record."""
+) -> tuple[dict[str, float], Swaps]:
+    """Metrics of the exchange under ``weights`` (None = no expansion) for one record, and
+    its swaps."""
     top_k = rec.pool[:k]
+    swaps = Swaps()
     if weights is None:
         final = top_k
     else:
@@ -164,11 +192,26 @@ def simulate(
         sel = OfflineSelector(weights)
         admitted = sel.judge(reqs)
         final, placed = exchange(top_k, reqs, admitted, k)
+        truth = set(rec.truth)
+
+        def in_gt(g: str) -> bool:
+            return rec.to_dataset.get(g, normalise_id(g)) in truth
+
+        kept = set(final)
+        evicted = [g for g in top_k if g not in kept]
+        swaps = Swaps(len(placed), sum(map(in_gt, placed)), len(evicted), sum(map(in_gt, evicted)))
         if placed and placement == "probability":
             rank_of = {n: i + 1 for i, n in enumerate(rec.pool)}
             final = sel.place(final, placed, reqs, rank_of)
     ranked = dedupe(rec.to_dataset.get(g, normalise_id(g)) for g in final)
-    return score_instance(ranked, set(rec.truth))
+    return score_instance(ranked, set(rec.truth)), swaps
+
+
+def simulate(
+    rec: FitRecord, weights: OfflineWeights | None, k: int, placement: str = "probability"
+) -> dict[str, float]:
+    """Metrics of the exchange under ``weights`` (None = no expansion) for one record."""
+    return simulate_swaps(rec, weights, k, placement)[0]
 
 
 def oracle(rec: FitRecord, k: int) -> dict[str, float]:
@@ -187,7 +230,7 @@ def _rows(
     for rec in records:
         truth = set(rec.truth)
         for r, g in enumerate(rec.pool[:RANKED_SAMPLE], 1):
-            xr.append([math.log(r)])
+            xr.append([log_rank(r)])
             yr.append(1 if rec.to_dataset.get(g) in truth else 0)
         seen: set[str] = set()
         for req in rec.requests:
@@ -221,57 +264,169 @@ def fit_weights(records: Sequence[FitRecord], k: int, margin: float = 0.0) -> Of
     return OfflineWeights(neighbour=neighbour, ranked=ranked, margin=margin)
 
 
+def choose_margin(by_margin: dict[float, Swaps]) -> tuple[float, bool, str]:
+    """The margin by the η > τ rule, whether the rule was met, and why (one line)."""
+    grid = sorted(by_margin)
+    for m in grid:
+        sw = by_margin[m]
+        if sw.helps():
+            tau = sw.tau or 0.0
+            return (
+                m,
+                True,
+                (
+                    f"margin {m}: the smallest with CV η > τ "
+                    f"(η {sw.eta:.3f} > τ {tau:.3f}, {sw.admitted} admitted)"
+                ),
+            )
+    silent = [m for m in grid if by_margin[m].admitted == 0]
+    if silent:
+        return (
+            silent[0],
+            False,
+            (f"no margin satisfies η > τ; margin {silent[0]} admits nothing and is chosen"),
+        )
+    m = grid[-1]
+    return (
+        m,
+        False,
+        (
+            f"no margin satisfies η > τ and every margin admits something; the largest, {m}, "
+            f"is chosen ({by_margin[m].admitted} admitted)"
+        ),
+    )
+
+
+def _rate(x: float | None) -> float | None:
+    return None if x is None else round(x, RATE_DIGITS)
+
+
 def cross_validate(records: Sequence[FitRecord], k: int) -> dict[str, Any]:
-    """Leave-one-repository-out CV over the margin grid; returns the chosen margin and scores."""
-    repos = sorted({r.repo for r in records})
+    """Leave-one-repository-out CV over the margin grid: per margin the exchange's metrics,
+    admissions, η and τ; the margin chosen by the η > τ rule (``choose_margin``)."""
     per_margin: dict[float, list[dict[str, float]]] = {m: [] for m in MARGINS}
+    swaps: dict[float, Swaps] = {m: Swaps() for m in MARGINS}
     base: list[dict[str, float]] = []
     ceiling: list[dict[str, float]] = []
-    for held in repos:
-        train = [r for r in records if r.repo != held]
-        test = [r for r in records if r.repo == held]
+    folds: list[str] = []
+    for held, train, test in leave_one_repository_out(records, lambda r: r.repo):
+        folds.append(held)
         w = fit_weights(train, k)
         for m in MARGINS:
             wm = OfflineWeights(w.neighbour, w.ranked, m)
-            per_margin[m].extend(simulate(r, wm, k) for r in test)
+            for r in test:
+                metrics, sw = simulate_swaps(r, wm, k)
+                per_margin[m].append(metrics)
+                swaps[m] += sw
         base.extend(simulate(r, None, k) for r in test)
         ceiling.extend(oracle(r, k) for r in test)
-    table = {m: aggregate(v) for m, v in per_margin.items()}
-    best = max(MARGINS, key=lambda m: (round(table[m][f"R@{k}"], 4), table[m]["MRR@20"]))
+    margin, satisfied, reason = choose_margin(swaps)
+    by_margin = {
+        str(m): {
+            **aggregate(per_margin[m]),
+            **asdict(swaps[m]),
+            "eta": _rate(swaps[m].eta),
+            "tau": _rate(swaps[m].tau),
+        }
+        for m in MARGINS
+    }
     return {
-        "margin": best,
-        "folds": repos,
-        "by_margin": {str(m): table[m] for m in MARGINS},
+        "margin": margin,
+        "rule": "smallest margin with CV η > τ and at least one admission",
+        "rule_met": satisfied,
+        "reason": reason,
+        "folds": folds,
+        "by_margin": by_margin,
         "first_stage": aggregate(base),
         "oracle": aggregate(ceiling),
         "instances": len(records),
     }
 
 
+def margin_grid(cv: dict[str, Any], k: int = 20) -> list[dict[str, Any]]:
+    """One row per candidate margin: admissions, η, τ, R@k and MRR@20 (CV figures)."""
+    return [
+        {
+            "margin": float(m),
+            "admissions": row["admitted"],
+            "eta": row["eta"],
+            "tau": row["tau"],
+            f"R@{k}": round(row[f"R@{k}"], RATE_DIGITS),
+            "MRR@20": round(row["MRR@20"], RATE_DIGITS),
+        }
+        for m, row in cv["by_margin"].items()
+    ]
+
+
+def describe_cv(cv: dict[str, Any], k: int = 20) -> str:
+    """The CV report as printed by ``spider bench fit``: the margin grid, then the choice."""
+
+    def cell(x: float | None) -> str:
+        return "–" if x is None else f"{x:.3f}"
+
+    lines = [f"{'margin':>7} {'admitted':>8} {'η':>6} {'τ':>6} {f'R@{k}':>7} {'MRR@20':>7}"]
+    for g in margin_grid(cv, k):
+        lines.append(
+            f"{g['margin']:>7} {g['admissions']:>8} {cell(g['eta']):>6} {cell(g['tau']):>6} "
+            f"{g[f'R@{k}']:>7.4f} {g['MRR@20']:>7.4f}"
+        )
+    chosen = cv["by_margin"][str(cv["margin"])]
+    lines.append(cv["reason"])
+    lines.append(
+        f"first stage R@{k} {cv['first_stage'][f'R@{k}']:.4f}  "
+        f"offline (cv, margin {cv['margin']}) {chosen[f'R@{k}']:.4f}  "
+        f"oracle {cv['oracle'][f'R@{k}']:.4f}  over {cv['instances']} instances"
+    )
+    return "\n".join(lines)
+
+
+def fit_chosen(records: Sequence[FitRecord], cv: dict[str, Any], k: int) -> OfflineWeights:
+    """The shipped weights: both models fitted on every record, the CV-chosen margin."""
+    return fit_weights(records, k, margin=cv["margin"])
+
+
 def write_weights(weights: OfflineWeights, cv: dict[str, Any], command: str, path: Path) -> None:
-    """Write the weights file the offline selector ships with."""
+    """Write the weights file the offline selector ships with (CV figures in ``cv``)."""
     k_key = "R@20"
+    chosen = cv["by_margin"][str(cv["margin"])]
     data = {
         "comment": "Fitted by `spider bench fit` on the dev set only; see README.",
         "command": command,
         "cv": {
             "instances": cv["instances"],
             "folds": "leave one repository out",
-            k_key + " first stage": round(cv["first_stage"][k_key], 4),
-            k_key + " offline (cv)": round(cv["by_margin"][str(cv["margin"])][k_key], 4),
-            k_key + " oracle": round(cv["oracle"][k_key], 4),
+            k_key + " first stage": round(cv["first_stage"][k_key], RATE_DIGITS),
+            k_key + " offline (cv)": round(chosen[k_key], RATE_DIGITS),
+            k_key + " oracle": round(cv["oracle"][k_key], RATE_DIGITS),
+            "margin rule": cv["rule"],
+            "margin rule met": cv["rule_met"],
+            "margin reason": cv["reason"],
+            "eta": chosen["eta"],
+            "tau": chosen["tau"],
+            "admissions": chosen["admitted"],
+            "grid": margin_grid(cv),
         },
-        "neighbour": {n: round(v, 5) for n, v in weights.neighbour.items()},
-        "ranked": {n: round(v, 5) for n, v in weights.ranked.items()},
-        "margin": weights.margin,
     }
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    dump_weights(
+        path,
+        kind=WEIGHTS_KIND,
+        sections={
+            "neighbour": {n: round(v, 5) for n, v in weights.neighbour.items()},
+            "ranked": {n: round(v, 5) for n, v in weights.ranked.items()},
+        },
+        scalars={"margin": weights.margin},
+        meta=data,
+    )
 
 
 __all__ = [
     "FitRecord",
+    "Swaps",
+    "choose_margin",
     "collect",
     "cross_validate",
+    "describe_cv",
+    "fit_chosen",
     "fit_weights",
     "graph_ids_for",
     "write_weights",

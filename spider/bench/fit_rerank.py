@@ -14,7 +14,6 @@ CV figures go into the weights file beside the command line.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,13 +22,19 @@ from typing import Any
 
 import numpy as np
 
+from spider.bench.cv import leave_one_repository_out
 from spider.bench.dataset import Instance
-from spider.bench.runner import RepoResolver, index_instance
-from spider.rerank import FEATURES, RerankWeights
+from spider.bench.run import RepoResolver, index_instance
+from spider.features import HEAD_FEATURES as FEATURES
+from spider.features import head_features
+from spider.rerank import WEIGHTS_KIND, RerankWeights
+from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
+from spider.weights import dump_weights
 
 log = logging.getLogger(__name__)
 
+MIN_REPOS = 3  # nested CV: an outer fold holds one out, the inner choice needs two more
 POOL = 100  # first-stage items per instance collected (the most any grid point uses)
 L2_C = 0.1  # inverse L2 strength on standardised features (the grid's usual choice)
 GRID: tuple[tuple[int, float], ...] = tuple(
@@ -41,8 +46,6 @@ def collect(
     instances: Sequence[Instance], resolve: RepoResolver, settings: EngineSettings, out: Path
 ) -> list[dict[str, Any]]:
     """Features and labels of each instance's first-stage top ``POOL`` (cached in ``out``)."""
-    from spider.locate import first_stage
-    from spider.rerank import item_features
 
     out.mkdir(parents=True, exist_ok=True)
     plain = settings.model_copy(update={"rerank": False})
@@ -57,7 +60,7 @@ def collect(
             wanted = set(truth)
             np.savez(
                 path,
-                x=item_features(index, fs, head, issue),
+                x=head_features(index, fs, head, issue),
                 y=np.array([id_map[index.function_ids[i]] in wanted for i in head]),
                 ngt=len(wanted),
                 repo=inst.repo,
@@ -104,12 +107,16 @@ def reordered_mrr(row: dict[str, Any], weights: RerankWeights | None, k: int) ->
     return _mrr(y[order], k)
 
 
+def _repo(row: dict[str, Any]) -> str:
+    return str(row["repo"])
+
+
 def _loro(rows: Sequence[dict[str, Any]], k: int, pool: int, c: float) -> list[float]:
     """Per-instance MRR@k, each repository re-sorted by a model fitted on the others."""
     out: list[float] = []
-    for held in sorted({r["repo"] for r in rows}):
-        w = fit([r for r in rows if r["repo"] != held], c, pool)
-        out.extend(reordered_mrr(r, w, k) for r in rows if r["repo"] == held)
+    for _held, train, test in leave_one_repository_out(rows, _repo):
+        w = fit(train, c, pool)
+        out.extend(reordered_mrr(r, w, k) for r in test)
     return out
 
 
@@ -125,15 +132,14 @@ def cross_validate(
 ) -> dict[str, Any]:
     """Nested leave-one-repository-out MRR@k of the re-sorted head, per repository and
     overall, and the (pool, C) chosen on all rows."""
-    repos = sorted({r["repo"] for r in rows})
+    repos: list[str] = []
     before: dict[str, list[float]] = {}
     after: dict[str, list[float]] = {}
     chosen: dict[str, tuple[int, float]] = {}
-    for held in repos:
-        train = [r for r in rows if r["repo"] != held]
+    for held, train, test in leave_one_repository_out(rows, _repo):
+        repos.append(held)
         chosen[held] = choose(train, k, grid) if len(grid) > 1 else grid[0]
         w = fit(train, chosen[held][1], chosen[held][0])
-        test = [r for r in rows if r["repo"] == held]
         before[held] = [reordered_mrr(r, None, k) for r in test]
         after[held] = [reordered_mrr(r, w, k) for r in test]
     pool, c = choose(rows, k, grid) if len(grid) > 1 else grid[0]
@@ -164,7 +170,11 @@ def write_weights(weights: RerankWeights, cv: dict[str, Any], command: str, path
         "comment": "Fitted by `spider bench fit-rerank` on the dev set only; see README.",
         "command": command,
         "cv": {k: v for k, v in cv.items() if k != "by_repo"},
-        "bias": round(weights.bias, 5),
-        "coef": {n: round(v, 5) for n, v in weights.coef.items()},
     }
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    dump_weights(
+        path,
+        kind=WEIGHTS_KIND,
+        sections={"coef": {n: round(v, 5) for n, v in weights.coef.items()}},
+        scalars={"bias": round(weights.bias, 5)},
+        meta=data,
+    )

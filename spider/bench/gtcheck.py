@@ -22,7 +22,7 @@ from spider.bench.dataset import Instance
 from spider.bench.groundtruth import GT_MODES, literal_globs, patch_ground_truth, patch_paths
 from spider.bench.history import GraphBuilder
 from spider.bench.ids import dataset_id_map, normalise_id, split_id
-from spider.bench.runner import RepoResolver
+from spider.bench.run import RepoResolver
 from spider.settings import EngineSettings
 from spider.source import GitSource
 

@@ -52,7 +52,6 @@ METHODS: dict[str, dict[str, Any]] = {
     "oracle": {"edges": BOTH, "selector": "oracle"},
     "default": {},
 }
-CHEAP_METHODS = ("bm25",)  # no embeddings needed
 
 
 @dataclass(frozen=True)

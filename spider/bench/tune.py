@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from spider.bench.cv import leave_one_repository_out
 from spider.bench.dataset import Instance
-from spider.bench.runner import RepoResolver, index_instance
+from spider.bench.run import RepoResolver, index_instance
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
 from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
 from spider.settings import EngineSettings
@@ -105,14 +106,12 @@ def grid() -> list[dict[str, float]]:
 def cross_validate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Leave-one-repository-out choice of the fusion parameters, and the overall best."""
     points = grid()
-    repos = sorted({x["repo"] for x in rows})
     held_out: list[dict[str, float]] = []
     chosen: dict[str, dict[str, float]] = {}
-    for repo in repos:
-        train = [x for x in rows if x["repo"] != repo]
+    for repo, train, test in leave_one_repository_out(rows, lambda x: str(x["repo"])):
         best = max(points, key=lambda p: _objective(score(train, p)))
         chosen[repo] = best
-        held_out += [score([x], best) for x in rows if x["repo"] == repo]
+        held_out += [score([x], best) for x in test]
     overall = max(points, key=lambda p: _objective(score(rows, p)))
     plain = {
         "fusion_k": 60,

@@ -58,3 +58,60 @@ def test_fit_learns_a_positive_same_class_weight_and_cv_reports_each_fold(tmp_pa
     data = json.loads(out.read_text())
     assert data["neighbour"]["same_class"] > 0 and "R@20 oracle" in data["cv"]
     assert OfflineWeights.load(out).margin == w.margin
+
+
+def test_the_margin_is_the_smallest_with_eta_above_tau() -> None:
+    from spider.bench.fit import Swaps, choose_margin
+
+    grid = {
+        -1.0: Swaps(admitted=10, admitted_in_gt=1, evicted=10, evicted_in_gt=2),  # η < τ
+        0.0: Swaps(admitted=4, admitted_in_gt=2, evicted=4, evicted_in_gt=1),  # η > τ
+        1.0: Swaps(admitted=1, admitted_in_gt=1, evicted=1, evicted_in_gt=0),  # η > τ too
+        2.0: Swaps(),
+    }
+    margin, met, reason = choose_margin(grid)
+    assert (margin, met) == (0.0, True) and "η 0.500 > τ 0.250" in reason
+
+
+def test_no_margin_with_eta_above_tau_admits_nothing_and_says_so() -> None:
+    from spider.bench.fit import Swaps, choose_margin
+
+    grid = {
+        0.0: Swaps(admitted=5, admitted_in_gt=0, evicted=5, evicted_in_gt=1),
+        1.0: Swaps(admitted=2, admitted_in_gt=0, evicted=2, evicted_in_gt=0),  # η = τ = 0
+        1.5: Swaps(),
+        2.0: Swaps(),
+    }
+    margin, met, reason = choose_margin(grid)
+    assert (margin, met) == (1.5, False)
+    assert reason.startswith("no margin satisfies η > τ")
+
+
+def test_cv_reports_eta_tau_and_admissions_and_the_weights_file_keeps_them(
+    tmp_path: Path,
+) -> None:
+    from spider.bench.fit import MARGINS, describe_cv, fit_chosen
+
+    cv = cross_validate(RECORDS, 20)
+    for m in MARGINS:
+        row = cv["by_margin"][str(m)]
+        assert row["admitted"] == row["evicted"]  # the exchange keeps exactly K
+        if row["admitted"]:
+            assert row["eta"] == round(row["admitted_in_gt"] / row["admitted"], 4)
+        else:
+            assert row["eta"] is None
+    chosen = cv["by_margin"][str(cv["margin"])]
+    if cv["rule_met"]:
+        assert chosen["admitted"] > 0 and chosen["eta"] > (chosen["tau"] or 0.0)
+    else:
+        assert chosen["admitted"] == 0
+    text = describe_cv(cv)
+    assert cv["reason"] in text and "η" in text and "τ" in text
+    w = fit_chosen(RECORDS, cv, 20)
+    assert w.margin == cv["margin"]
+    out = tmp_path / "w.json"
+    write_weights(w, cv, "spider bench fit ...", out)
+    meta = json.loads(out.read_text())["cv"]
+    assert meta["eta"] == chosen["eta"] and meta["admissions"] == chosen["admitted"]
+    assert [g["margin"] for g in meta["grid"]] == list(MARGINS)
+    assert meta["margin rule met"] == cv["rule_met"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spider.bench.fit_rerank import cross_validate, fit, reordered_mrr, write_weights
-from spider.rerank import FEATURES, RerankWeights
+from spider.bench.fit_rerank import FEATURES, cross_validate, fit, reordered_mrr, write_weights
+from spider.rerank import RerankWeights
 
 LINES = FEATURES.index("log_lines")
 RANK = FEATURES.index("log_rank")

@@ -8,7 +8,7 @@ import pytest
 
 from spider.bench.dataset import Instance
 from spider.bench.gtcheck import check_groundtruth, summarise_check
-from spider.bench.runner import fixed_resolver
+from spider.bench.run import fixed_resolver
 from spider.settings import EngineSettings
 from tests.spider.bench.helpers import ast_builder, commit_files, git, init_repo
 

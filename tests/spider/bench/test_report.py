@@ -1,15 +1,23 @@
-"""Markdown tables of a summary."""
+"""Rendering a summary: Markdown and console tables share one grid; missing reads as –."""
 
 from __future__ import annotations
 
-from spider.bench.report import markdown_report, markdown_table
+import io
+
+from spider.bench.report import markdown_report, markdown_table, render_tables
+
+HEADER = "| method | n | R@1 | R@5 | R@10 | R@20 | A@20 | MRR@20 | adm/issue | offered/issue |"
 
 
 def test_markdown_table_rows_and_rounding() -> None:
-    text = markdown_table({"dense": {"n": 3, "R@20": 0.66666, "MRR@20": 0.5}})
+    text = markdown_table(
+        {"dense": {"n": 3, "R@1": 0.0, "R@20": 0.66666, "MRR@20": 0.5, "adm/issue": 1.0 / 3}}
+    )
     lines = text.splitlines()
-    assert lines[0] == "| method | n | R@1 | R@5 | R@10 | R@20 | A@20 | MRR@20 |"
-    assert lines[2] == "| dense | 3 | 0.000 | 0.000 | 0.000 | 0.667 | 0.000 | 0.500 |"
+    assert lines[0] == HEADER
+    assert lines[1] == "|---|" + "---:|" * 9
+    # metrics the summary lacks, and rows without expansion accounting, read as missing
+    assert lines[2] == "| dense | 3 | 0.000 | – | – | 0.667 | – | 0.500 | 0.33 | – |"
 
 
 def test_markdown_report_has_per_repo_and_provenance() -> None:
@@ -17,24 +25,55 @@ def test_markdown_report_has_per_repo_and_provenance() -> None:
         "methods": {"bm25": {"n": 1, "R@20": 1.0}},
         "per_repo": {"bm25": {"a/b": {"n": 1, "R@20": 1.0}}},
         "command": "spider bench x", "date": "d", "machine": "m",
-    }
+    }  # fmt: skip
     text = markdown_report(summary, "bm25")
     assert "| bm25: repository |" in text and "| a/b | 1 |" in text
     assert text.endswith("`spider bench x` · d · m")
 
 
+def _metrics(r20: float, mrr: float) -> dict[str, float]:
+    return {"R@1": 0.0, "R@5": 0.0, "R@10": 0.0, "R@20": r20, "A@20": 0.0, "MRR@20": mrr}
+
+
 def test_repository_subsets_average_over_their_instances() -> None:
     summary = {
-        "methods": {"bm25": {"n": 4, "R@20": 0.5}},
+        "methods": {"bm25": {"n": 6, "R@20": 0.5}},
         "per_repo": {
             "bm25": {
-                "a/big": {"n": 3, "R@20": 0.0, "MRR@20": 0.0},
-                "c/small": {"n": 1, "R@20": 1.0, "MRR@20": 0.5},
-                "d/other": {"n": 2, "R@20": 0.5, "MRR@20": 1.0},
+                # rows of a/big predate the accounting: its means are missing, not zero
+                "a/big": {"n": 3, **_metrics(0.0, 0.0), "n_expansion": 0,
+                          "adm/issue": None, "offered/issue": None},
+                "c/small": {"n": 1, **_metrics(1.0, 0.5), "n_expansion": 1,
+                            "adm/issue": 2.0, "offered/issue": 10.0},
+                "d/other": {"n": 2, **_metrics(0.5, 1.0), "n_expansion": 2,
+                            "adm/issue": 0.5, "offered/issue": 4.0},
             }
         },
-    }
+    }  # fmt: skip
     only = markdown_report(summary, only=["a/big", "c/small"])
-    assert "| bm25 | 4 | 0.000 | 0.000 | 0.000 | 0.250 | 0.000 | 0.125 |" in only
+    assert "| bm25 | 4 | 0.000 | 0.000 | 0.000 | 0.250 | 0.000 | 0.125 | 2.00 | 10.00 |" in only
     skip = markdown_report(summary, skip=["a/big"])
-    assert "| bm25 | 3 | 0.000 | 0.000 | 0.000 | 0.667 | 0.000 | 0.833 |" in skip
+    assert "| bm25 | 3 | 0.000 | 0.000 | 0.000 | 0.667 | 0.000 | 0.833 | 1.00 | 6.00 |" in skip
+    none = markdown_report(summary, only=["a/big"])
+    assert "| bm25 | 3 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | 0.000 | – | – |" in none
+
+
+def test_console_tables_show_the_expansion_columns() -> None:
+    summary = {
+        "scored": 2, "instances": 2, "k": 20, "model": "m",
+        "metrics": ["R@20", "MRR@20"],
+        "methods": {
+            "old": {"n": 2, "R@20": 0.5, "MRR@20": 0.25},  # a summary from before
+            "expand": {"n": 2, "R@20": 1.0, "MRR@20": 0.5, "adm/issue": 1.5,
+                       "offered/issue": 12.0, "n_expansion": 2},
+        },
+        "per_repo": {},
+    }  # fmt: skip
+    buf = io.StringIO()
+    render_tables(summary, file=buf)
+    text = buf.getvalue()
+    assert "adm/issue" in text and "offered/issue" in text
+    old = next(line for line in text.splitlines() if " old " in line)
+    assert old.count("–") == 2
+    expand = next(line for line in text.splitlines() if " expand " in line)
+    assert "1.50" in expand and "12.00" in expand

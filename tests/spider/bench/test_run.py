@@ -1,32 +1,25 @@
-"""The runner end to end with a stand-in engine: predictions, resume, summary, tables."""
+"""The run loop end to end with a stand-in engine: predictions, resume, summary, tables."""
 
 from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import spider.index as spider_index
+import spider.locate as spider_locate
 from spider.bench.dataset import Instance
 from spider.bench.methods import parse_methods
-from spider.bench.runner import (
-    PREDICTIONS,
-    SUMMARY,
-    BenchConfig,
-    fixed_resolver,
-    render_tables,
-    render_timings,
-    run_benchmark,
-)
+from spider.bench.report import render_tables, render_timings
+from spider.bench.run import BenchConfig, fixed_resolver, run_benchmark
+from spider.bench.store import PREDICTIONS, SUMMARY, read_predictions
 from spider.models import Hit, Issue, Localization
 from spider.settings import EngineSettings
 from tests.spider.bench.helpers import ast_builder, commit_files, init_repo
-
-# the engine modules import spider.graph.build_graph, which is still being written
-spider_index = pytest.importorskip("spider.index", exc_type=ImportError)
-spider_locate = pytest.importorskip("spider.locate", exc_type=ImportError)
 
 CODE = """\
 def alpha():
@@ -130,7 +123,7 @@ def test_run_resume_and_summary(setup: tuple[Path, str], tmp_path: Path) -> None
 
 
 def test_rescore_against_the_patch(setup: tuple[Path, str], tmp_path: Path) -> None:
-    from spider.bench.runner import read_predictions, rescore
+    from spider.bench.run import rescore
     from tests.spider.bench.helpers import git
 
     repo, sha = setup
@@ -145,3 +138,59 @@ def test_rescore_against_the_patch(setup: tuple[Path, str], tmp_path: Path) -> N
     rows = rescore(read_predictions(out), [inst], fixed_resolver(repo), EngineSettings(), "precise")
     assert rows[0]["gt"] == ["m.py:zeta"] and rows[0]["gt_source"] == "patch:precise"
     assert rows[0]["metrics"]["R@5"] == 1.0 and rows[0]["metrics"]["MRR@20"] == 0.25
+
+
+@dataclass(frozen=True)
+class Centre:
+    """The shape of the engine's ``CentreExpansion``."""
+
+    centre: str
+    offered: int
+    admitted: int
+
+
+@dataclass
+class ExpandedLocalization:
+    """A ``Localization`` as the engine returns it with expansion accounting."""
+
+    hits: list[Hit]
+    settings: dict[str, Any]
+    timings: dict[str, float]
+    expansion: list[Centre] | None
+
+
+def test_rows_carry_expansion_accounting_and_missing_reads_as_missing(
+    setup: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, sha = setup
+
+    def locate(index: FakeIndex, issue: Issue, settings: EngineSettings, **kw: Any) -> Any:
+        loc = fake_locate(index, issue, settings, **kw)
+        # dense reports two centres; bm25 stands for an engine (or row) without the field
+        centres = [Centre("m.py:alpha", 3, 1), Centre("m.py:zeta", 2, 0)]
+        expansion = centres if settings.first_stage == "dense" else None
+        return ExpandedLocalization(loc.hits, loc.settings, loc.timings, expansion)
+
+    monkeypatch.setattr(spider_locate, "locate", locate)
+    out = tmp_path / "out"
+    cfg = BenchConfig(parse_methods("dense,bm25"), out, progress=False, warm=False)
+    summary = run_benchmark(_instances(sha)[:2], fixed_resolver(repo), cfg)
+
+    rows = {(r["instance_id"], r["method"]): r for r in read_predictions(out)}
+    dense = rows[("i-1", "dense")]
+    assert (dense["offered"], dense["admitted"]) == (5, 1)
+    assert dense["expansion"] == [
+        {"centre": "m.py:alpha", "offered": 3, "admitted": 1},
+        {"centre": "m.py:zeta", "offered": 2, "admitted": 0},
+    ]
+    bm25 = rows[("i-1", "bm25")]
+    assert bm25["offered"] is None and bm25["admitted"] is None and bm25["expansion"] is None
+
+    assert summary["methods"]["dense"]["adm/issue"] == 1.0
+    assert summary["methods"]["dense"]["offered/issue"] == 5.0
+    assert summary["methods"]["bm25"]["adm/issue"] is None  # missing, not zero
+    assert summary["per_repo"]["dense"]["o/r"]["n_expansion"] == 2
+    buf = io.StringIO()
+    render_tables(summary, file=buf)
+    line = next(x for x in buf.getvalue().splitlines() if " bm25 " in x)
+    assert line.count("–") == 2

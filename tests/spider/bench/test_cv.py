@@ -1,0 +1,23 @@
+"""Leave-one-repository-out folds: sorted repositories, items kept in order."""
+
+from __future__ import annotations
+
+import pytest
+
+from spider.bench.cv import leave_one_repository_out
+from spider.errors import InputError
+
+
+def test_folds_hold_out_each_repository_in_sorted_order() -> None:
+    items = ["b1", "a1", "b2", "c1", "a2"]
+    folds = list(leave_one_repository_out(items, lambda x: x[0]))
+    assert folds == [
+        ("a", ["b1", "b2", "c1"], ["a1", "a2"]),
+        ("b", ["a1", "c1", "a2"], ["b1", "b2"]),
+        ("c", ["b1", "a1", "b2", "a2"], ["c1"]),
+    ]
+
+
+def test_one_repository_is_not_enough() -> None:
+    with pytest.raises(InputError, match="at least 2 repositories"):
+        list(leave_one_repository_out(["a1", "a2"], lambda x: x[0]))
