@@ -5,18 +5,27 @@ applied before anything is read, and both refuse symlinks and submodules so noth
 outside the repository is ever read. What a listing leaves out for safety is counted in
 ``skipped`` (symlinks, submodules, special files, unsafe paths), which the graph reports
 with its own skip counts.
+
+git runs through GitPython: one-shot commands through ``git.Git.execute`` (with
+``kill_after_timeout``), blob contents through the persistent ``cat-file --batch`` process
+of ``Repo(odbt=GitCmdObjectDB)``. Every command gets ``GIT_OPTIONS`` (no hooks, no
+fsmonitor) and ``GIT_ENV`` (no prompts, no LFS smudging, no system config).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from git import Git, Repo
+from git.db import GitCmdObjectDB
+from git.exc import GitError
+from gitdb.util import hex_to_bin
 
 from spider.errors import RepositoryNotFound, SourceError
 
@@ -27,6 +36,7 @@ GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_ASKPASS": "/bin/true",
 }
+GIT_OPTIONS = ("core.hooksPath=/dev/null", "core.fsmonitor=false")  # `-c` of every command
 GIT_TIMEOUT_S = 600  # listing/reading a very large tree is slow but must end
 # Directories never worth walking on disk (VCS data, virtualenvs, caches, dependencies).
 PRUNE_DIRS = frozenset(
@@ -86,25 +96,30 @@ class SourceTree(Protocol):
         ...
 
 
-def git(args: list[str], cwd: Path, *, input_bytes: bytes | None = None) -> bytes:
-    """Run git safely (no hooks, no prompts) and return stdout; raise SourceError on failure."""
-    env = {**os.environ, **GIT_ENV}
+def git(args: list[str], cwd: Path) -> bytes:
+    """Run git safely (no hooks, no prompts) and return stdout; raise SourceError on failure.
+
+    Killed after ``GIT_TIMEOUT_S``.
+    """
+    argv = [Git.GIT_PYTHON_GIT_EXECUTABLE, *(a for c in GIT_OPTIONS for a in ("-c", c)), *args]
+    what = f"git {' '.join(args[:2])} failed in {cwd}"
     try:
-        proc = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", *args],
-            cwd=cwd,
-            input=input_bytes,
-            capture_output=True,
-            env=env,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
+        status, out, err = Git(cwd).execute(
+            argv,
+            with_extended_output=True,
+            with_exceptions=False,
+            kill_after_timeout=GIT_TIMEOUT_S,
+            stdout_as_string=False,
+            strip_newline_in_stdout=False,
+            env=GIT_ENV,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SourceError(f"git {' '.join(args[:2])} failed in {cwd}: {exc}") from exc
-    if proc.returncode != 0:
-        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise SourceError(f"git {' '.join(args[:2])} failed in {cwd}: {msg[-1] if msg else ''}")
-    return proc.stdout
+    except (OSError, GitError) as exc:  # git missing, cwd gone
+        raise SourceError(f"{what}: {exc}") from exc
+    if status != 0:
+        text = err.decode("utf-8", "replace") if isinstance(err, bytes) else str(err)
+        msg = text.strip().splitlines()
+        raise SourceError(f"{what}: {msg[-1] if msg else ''}")
+    return out if isinstance(out, bytes) else out.encode()
 
 
 class DirectorySource:
@@ -182,11 +197,13 @@ class GitSource:
             git(["rev-parse", "--verify", f"{rev}^{{commit}}"], path).decode().strip()
         )
         self.skipped: Counter[str] = Counter()
+        self._blobs: dict[str, str] | None = None  # path -> blob id, from the last listing
 
     def files(self) -> list[SourceFile]:
         """Regular blobs of the commit (mode 100644/100755); symlinks and submodules skipped."""
         raw = git(["ls-tree", "-r", "-l", "-z", "--full-tree", self.commit or "HEAD"], self.git_dir)
         out: list[SourceFile] = []
+        blobs: dict[str, str] = {}
         self.skipped = Counter()
         for entry in raw.split(b"\0"):
             if not entry:
@@ -210,38 +227,48 @@ class GitSource:
                 continue
             size = int(parts[3]) if parts[3].isdigit() else 0
             out.append(SourceFile(path, size))
+            blobs[path] = parts[2].decode("ascii")
+        self._blobs = blobs
         return out
 
     def read_many(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
-        """Stream blobs through one ``git cat-file --batch`` process."""
+        """Stream blobs through one persistent ``git cat-file --batch`` process.
+
+        Blobs are asked for by id (from the listing, made now if ``files()`` was not
+        called): no path lookup per file, and any file name (newlines, bytes that are not
+        UTF-8) is safe on the batch protocol. Paths the listing left out are not read.
+        """
         wanted = list(paths)
         if not wanted:
             return
-        env = {**os.environ, **GIT_ENV}
-        proc = subprocess.Popen(
-            ["git", "cat-file", "--batch"],
-            cwd=self.git_dir,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        assert proc.stdin is not None and proc.stdout is not None
+        if self._blobs is None:
+            skipped = self.skipped
+            self.files()
+            self.skipped = skipped
+        blobs = self._blobs or {}
+        try:
+            repo = Repo(self.git_dir, odbt=GitCmdObjectDB)
+        except GitError as exc:
+            raise SourceError(f"cannot open git repository {self.git_dir}: {exc}") from exc
+        repo.git.set_persistent_git_options(c=list(GIT_OPTIONS))
+        # GIT_DIR pinned: a bare mirror without a config file looks non-bare to GitPython,
+        # which would run git in the parent directory; nor may an inherited GIT_DIR win.
+        repo.git.update_environment(**GIT_ENV, GIT_DIR=str(repo.git_dir))
         try:
             for rel in wanted:
-                proc.stdin.write(f"{self.commit}:{rel}\n".encode("utf-8", "surrogateescape"))
-                proc.stdin.flush()
-                header = proc.stdout.readline().split()
-                if len(header) < 3 or header[1] != b"blob":
+                sha = blobs.get(rel)
+                if sha is None:
                     continue
-                size = int(header[2])
-                data = proc.stdout.read(size)
-                proc.stdout.read(1)  # trailing newline
-                yield rel, data
+                try:
+                    obj = repo.odb.stream(hex_to_bin(sha))
+                except ValueError:  # missing from the object store (a shallow or broken repo)
+                    continue
+                if obj.type not in (b"blob", "blob"):
+                    continue
+                yield rel, obj.read()
         finally:
-            proc.stdin.close()
-            proc.stdout.close()
-            proc.wait(timeout=30)
+            repo.git.clear_cache()  # ends the cat-file process
+            repo.close()
 
 
 def open_source(path: str | Path, rev: str | None = None) -> SourceTree:

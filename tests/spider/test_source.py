@@ -66,3 +66,30 @@ def test_git_source_reads_a_commit_without_checkout(tmp_path: Path) -> None:
     assert dict(head.read_many(["a.py", "b.py", "missing.py"])) == {"a.py": b"v2\n", "b.py": b"b\n"}
     work = open_source(repo)
     assert isinstance(work, DirectorySource) and work.commit == head.commit
+
+
+def test_git_source_reads_odd_names_from_a_bare_repository_without_config(tmp_path: Path) -> None:
+    """Blobs are read by id through GitPython's persistent cat-file: names that are not
+    UTF-8 or hold a newline cannot confuse the batch protocol; a bare mirror without a
+    config file (GitPython would take it for a work tree) still reads."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / os.fsdecode(b"na\xefve.py")).write_bytes(b"def naive(): pass\n")
+    (repo / "new\nline.py").write_text("def nl(): pass\n")
+    (repo / "a.py").write_text("a\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "one")
+    bare = tmp_path / "bare.git"
+    _git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    (bare / "config").unlink()
+    src = GitSource(bare, "HEAD")
+    paths = [f.path for f in src.files()]
+    assert sorted(paths) == sorted(["a.py", os.fsdecode(b"na\xefve.py"), "new\nline.py"])
+    assert dict(src.read_many(paths)) == {
+        "a.py": b"a\n",
+        os.fsdecode(b"na\xefve.py"): b"def naive(): pass\n",
+        "new\nline.py": b"def nl(): pass\n",
+    }
+    fresh = GitSource(bare, "HEAD")  # read without listing first
+    assert dict(fresh.read_many(["a.py", "missing.py"])) == {"a.py": b"a\n"}
