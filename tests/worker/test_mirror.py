@@ -38,11 +38,20 @@ def test_force_pushed_branch_is_followed(settings: AppSettings, repo_path: Path)
     assert mirrors.fetch(REPO, "main", token=None).sha == git(repo_path, "rev-parse", "HEAD")
 
 
-def test_stale_lock_from_a_killed_fetch_is_cleared(settings: AppSettings) -> None:
+def test_stale_lock_from_a_killed_fetch_is_cleared(settings: AppSettings, repo_path: Path) -> None:
     mirrors = Mirrors(settings)
     checkout = mirrors.fetch(REPO, "main", token=None)
-    (checkout.git_dir / "shallow.lock").write_text("")
-    mirrors.fetch(REPO, "main", token=None)
+    locks = [checkout.git_dir / "shallow.lock", checkout.git_dir / "refs" / "heads" / "main.lock"]
+    for lock in locks:  # what a fetch killed mid-way leaves behind
+        lock.write_text("")
+    write(repo_path, {"httpkit/later.py": "def later():\n    return 2\n"})
+    new = commit(repo_path, "after the killed fetch")  # the next fetch must rewrite both
+    assert mirrors.fetch(REPO, "main", token=None).sha == new
+    assert not any(lock.exists() for lock in locks)
+    assert new in (checkout.git_dir / "shallow").read_text()
+    assert dict(GitSource(checkout.git_dir, new).read_many(["httpkit/later.py"])) == {
+        "httpkit/later.py": b"def later():\n    return 2\n"
+    }
 
 
 def test_size_cap(settings: AppSettings) -> None:
