@@ -31,9 +31,9 @@ COPY spider ./spider
 COPY contract ./contract
 COPY bot ./bot
 COPY worker ./worker
-COPY templates ./templates
 RUN pip install . \
  && python -c "import torch; assert torch.__version__.endswith('+cpu'), torch.__version__" \
+ && python -c "from importlib.resources import files; assert all(files(p).joinpath(f).is_file() for p, f in [('worker', 'templates/comment.md.j2'), ('worker', 'templates/too_large.md.j2'), ('spider.graph.resolve', 'stopwords.txt')]), 'package data missing'" \
  && HF_HUB_OFFLINE=1 python -c "from spider.retrieve.dense import bundled_model_path; from sentence_transformers import SentenceTransformer; SentenceTransformer(bundled_model_path(), device='cpu')"
 
 COPY --chmod=755 <<'EOS' /usr/local/bin/spider-bot
@@ -57,7 +57,6 @@ EOS
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin spider \
  && mkdir -p /var/cache/spider && chown spider:spider /var/cache/spider
 ENV SPIDER_CACHE_DIR=/var/cache/spider \
-    SPIDER_TEMPLATE_DIR=/app/templates \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1
 VOLUME ["/var/cache/spider"]

@@ -1,9 +1,9 @@
 """Settings of the GitHub App (bot and worker): the engine's settings plus deployment ones.
 
 One pydantic-settings class, read from ``SPIDER_*`` environment variables. This module is
-import-light (pydantic and the engine's ``spider.settings`` only): the bot imports it too. Secrets are checked when a
-process starts (:meth:`AppSettings.check_bot`, :meth:`AppSettings.check_worker`), not at
-import, so tests and tools can build settings freely.
+import-light (pydantic and the engine's ``spider.settings`` only): the bot imports it too.
+Secrets are checked when a process starts (:meth:`AppSettings.check_bot`,
+:meth:`AppSettings.check_worker`), not at import, so tests and tools can build settings freely.
 """
 
 from __future__ import annotations

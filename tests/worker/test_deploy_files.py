@@ -21,9 +21,10 @@ def test_dockerfile_is_cpu_only_non_root_with_both_entry_points() -> None:
     assert "--index-url https://download.pytorch.org/whl/cpu" in text and '"torch==2.13.0"' in text
     assert "\nUSER spider\n" in text
     assert "uvicorn bot.app:app" in text and "celery -A worker.celery_app worker" in text
-    for path in ("spider", "contract", "bot", "worker", "templates"):
+    for path in ("spider", "contract", "bot", "worker"):
         assert f"COPY {path} ./{path}" in text
-    assert "SPIDER_TEMPLATE_DIR=/app/templates" in text
+    # the comment's templates are package data of worker (worker/templates), no override
+    assert "SPIDER_TEMPLATE_DIR" not in text and "COPY templates" not in text
 
 
 def test_dockerfile_ships_no_test_doubles_or_dev_tools() -> None:
