@@ -19,6 +19,7 @@ from typing import Annotated, Any, Generic, TypeVar
 
 import typer
 
+from spider.bench.config import GT_CHOICES, BenchConfig, GtChoice
 from spider.bench.dataset import Instance, read_dataset, select_instances, write_dataset
 from spider.bench.history import (
     DEFAULT_MAX_FILES,
@@ -30,9 +31,6 @@ from spider.bench.history import (
 from spider.bench.methods import parse_methods
 from spider.bench.report import render_tables, render_timings
 from spider.bench.run import (
-    GT_CHOICES,
-    BenchConfig,
-    GtChoice,
     RepoResolver,
     fixed_resolver,
     run_benchmark,

@@ -13,10 +13,10 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from spider.bench.config import BenchConfig, GtChoice
 from spider.bench.dataset import Instance
 from spider.bench.groundtruth import GroundTruthMode, patch_ground_truth
 from spider.bench.ids import dataset_id_map, normalise_id
@@ -44,8 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DENSE_STAGES = ("dense", "hybrid")  # first stages that need embeddings
-GtChoice = Literal["edit_functions", "precise", "dataset"]
-GT_CHOICES: tuple[str, ...] = ("edit_functions", "precise", "dataset")
 
 RepoResolver = Callable[[Instance], Path]
 
@@ -63,19 +61,6 @@ def template_resolver(template: str) -> RepoResolver:
 def fixed_resolver(path: str | Path) -> RepoResolver:
     """Every instance lives in one repository (history backtests)."""
     return lambda _inst: Path(path)
-
-
-@dataclass
-class BenchConfig:
-    """What to run: methods, the engine's base settings, where to write."""
-
-    methods: list[Method]
-    out: Path
-    settings: EngineSettings = field(default_factory=EngineSettings)
-    warm: bool = True  # also time a second (warm-cache) index build per instance
-    progress: bool = True
-    command: str = ""
-    gt: GtChoice = "edit_functions"  # where ground truth comes from (see ground_truth)
 
 
 def ground_truth(

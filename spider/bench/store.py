@@ -26,7 +26,7 @@ from spider.errors import SpiderError
 from spider.source import git
 
 if TYPE_CHECKING:
-    from spider.bench.run import BenchConfig
+    from spider.bench.config import BenchConfig
 
 PREDICTIONS = "predictions.jsonl"
 SUMMARY = "summary.json"

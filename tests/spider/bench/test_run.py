@@ -12,10 +12,11 @@ import pytest
 
 import spider.index as spider_index
 import spider.locate as spider_locate
+from spider.bench.config import BenchConfig
 from spider.bench.dataset import Instance
 from spider.bench.methods import parse_methods
 from spider.bench.report import render_tables, render_timings
-from spider.bench.run import BenchConfig, fixed_resolver, run_benchmark
+from spider.bench.run import fixed_resolver, run_benchmark
 from spider.bench.store import PREDICTIONS, SUMMARY, read_predictions
 from spider.models import Hit, Issue, Localization
 from spider.settings import EngineSettings

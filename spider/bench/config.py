@@ -1,0 +1,29 @@
+"""What a benchmark run is asked to do: methods, base settings, output, ground-truth rule.
+
+Shared by the run loop (``spider.bench.run``) and its storage (``spider.bench.store``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from spider.bench.methods import Method
+from spider.settings import EngineSettings
+
+GtChoice = Literal["edit_functions", "precise", "dataset"]
+GT_CHOICES: tuple[str, ...] = ("edit_functions", "precise", "dataset")
+
+
+@dataclass
+class BenchConfig:
+    """What to run: methods, the engine's base settings, where to write."""
+
+    methods: list[Method]
+    out: Path
+    settings: EngineSettings = field(default_factory=EngineSettings)
+    warm: bool = True  # also time a second (warm-cache) index build per instance
+    progress: bool = True
+    command: str = ""
+    gt: GtChoice = "edit_functions"  # where ground truth comes from (see ground_truth)
