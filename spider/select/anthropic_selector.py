@@ -7,6 +7,7 @@ after the client's retries admits nothing for that centre — the first-stage ra
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import re
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 MAX_TOKENS = 1024  # the answer is a short JSON list of ids
 MAX_CONCURRENCY = 8  # C calls run at once; C is 5 by default
 _JSON_BLOCK = re.compile(r"\{.*\}|\[.*\]", re.DOTALL)
+# opening tags of the prompt's own markup inside text (closing ones are defused by ``</``)
+_OPENING_TAG = re.compile(r"<(?=(?:issue|centre|candidates|candidate)\b)", re.IGNORECASE)
 
 SYSTEM_PROMPT = """You help localize a GitHub issue to the functions that must be edited to fix it.
 You are shown the issue, one function already judged relevant (the centre) and candidate
@@ -34,9 +37,16 @@ exactly as listed; [] if none."""
 
 
 def _clip(text: str, limit: int) -> str:
-    """Cut ``text`` to ``limit`` characters and defuse closing tags of our prompt's markup."""
+    """Cut ``text`` to ``limit`` characters and defuse tags of our prompt's markup in it."""
     text = text if len(text) <= limit else text[:limit] + "\n... [truncated]"
-    return text.replace("</", "<\\/")
+    return _OPENING_TAG.sub("<\\\\", text.replace("</", "<\\/"))
+
+
+def _attr(value: str) -> str:
+    """A value for one of the markup's attributes (an id, a path, an edge type): repository
+    strings are as untrusted as the issue, so quotes and angle brackets are escaped and a
+    hostile function name can neither end the attribute nor open or close an element."""
+    return html.escape(value, quote=True)
 
 
 def build_prompt(req: SelectionRequest, candidate_chars: int, issue_chars: int) -> str:
@@ -46,7 +56,7 @@ def build_prompt(req: SelectionRequest, candidate_chars: int, issue_chars: int) 
         _clip(req.issue.text, issue_chars),
         "</issue>",
         "",
-        f'<centre id="{req.centre}">',
+        f'<centre id="{_attr(req.centre)}">',
         _clip(req.centre_text, candidate_chars),
         "</centre>",
         "",
@@ -54,7 +64,7 @@ def build_prompt(req: SelectionRequest, candidate_chars: int, issue_chars: int) 
     ]
     for n, c in enumerate(req.candidates, 1):
         parts += [
-            f'<candidate n="{n}" id="{c.id}" via="{c.edge}" hops="{c.hops}">',
+            f'<candidate n="{n}" id="{_attr(c.id)}" via="{_attr(c.edge)}" hops="{c.hops}">',
             _clip(c.text, candidate_chars),
             "</candidate>",
         ]
@@ -126,7 +136,9 @@ class AnthropicSelector(Selector):
         text = "".join(
             getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text"
         )
-        return parse_answer(text)
+        # the model repeats ids as listed (escaped): map them back to the real ones
+        listed = {_attr(c.id): c.id for c in req.candidates}
+        return [listed.get(i, i) for i in parse_answer(text)]
 
     def _select(self, requests: Sequence[SelectionRequest]) -> list[list[str]]:
         workers = max(1, min(MAX_CONCURRENCY, len(requests)))
