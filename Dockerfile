@@ -33,7 +33,7 @@ COPY bot ./bot
 COPY worker ./worker
 RUN pip install . \
  && python -c "import torch; assert torch.__version__.endswith('+cpu'), torch.__version__" \
- && python -c "from importlib.resources import files; assert all(files(p).joinpath(f).is_file() for p, f in [('worker', 'templates/comment.md.j2'), ('worker', 'templates/too_large.md.j2'), ('spider.graph.resolve', 'stopwords.txt')]), 'package data missing'" \
+ && python -c "from importlib.resources import files; assert all(files(p).joinpath(f).is_file() for p, f in [('spider.comment', 'templates/comment.md.j2'), ('spider.comment', 'templates/too_large.md.j2'), ('spider.graph.resolve', 'stopwords.txt')]), 'package data missing'" \
  && HF_HUB_OFFLINE=1 python -c "from spider.retrieve.dense import bundled_model_path; from sentence_transformers import SentenceTransformer; SentenceTransformer(bundled_model_path(), device='cpu')"
 
 COPY --chmod=755 <<'EOS' /usr/local/bin/spider-bot

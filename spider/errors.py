@@ -13,6 +13,7 @@ The tree::
         ├── SourceError              a git tree or blob could not be read
         ├── IndexFormatError         a saved graph or cache file is unreadable
         ├── WeightsFormatError       a coefficients file is missing, malformed or stale
+        ├── RenderError              the comment could not be rendered in full
         └── ModelLoadError           the embedding model could not be loaded offline
 
 Callers (the CLI, the worker, the benchmark) catch ``SpiderError``: they turn
@@ -69,3 +70,7 @@ class WeightsFormatError(EnginePermanentError):
 
 class ModelLoadError(EnginePermanentError):
     """The sentence-transformers model could not be loaded without a network."""
+
+
+class RenderError(EnginePermanentError):
+    """The comment could not be rendered in full (template error, unsafe link, too long)."""

@@ -13,11 +13,10 @@ The tree::
     └── JobPermanentError           retrying will not help: log, and end the job
         ├── GitHubRefused           GitHub answered 4xx (gone, forbidden, invalid)
         ├── RepositoryTooLarge      the repository exceeds SPIDER_MAX_REPO_KB
-        ├── UnsafeRepository        its name or URL is not one we fetch from
-        └── RenderError             the comment could not be rendered in full
+        └── UnsafeRepository        its name or URL is not one we fetch from
 
-The engine's own ``spider.errors.EngineTransientError``/``EnginePermanentError`` are treated the same
-way, and so is Redis being unreachable for a moment (a restart, a failover):
+The engine's own ``spider.errors.EngineTransientError``/``EnginePermanentError`` (among
+them ``RenderError``: the comment could not be rendered in full) are treated the same way, and so is Redis being unreachable for a moment (a restart, a failover):
 :func:`is_transient` answers for all of them.
 """
 
@@ -91,10 +90,6 @@ class RepositoryTooLarge(JobPermanentError):
 
 class UnsafeRepository(JobPermanentError):
     """The repository name or fetch URL is not one the worker accepts."""
-
-
-class RenderError(JobPermanentError):
-    """The comment could not be rendered completely; nothing is posted."""
 
 
 def is_transient(exc: BaseException) -> bool:

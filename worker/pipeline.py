@@ -21,13 +21,13 @@ from contract.jobs import IssueJob, comment_id_of
 from contract.metrics import RECORDER
 from contract.policy import is_bot, may_rerun
 from contract.settings import AppSettings
+from spider.comment.render import MARKER, build_too_large_view, build_view, render
 from spider.models import Issue
 from worker import locks
 from worker.engine import Engine
 from worker.errors import GitHubRefused, GitHubUnavailable, RepositoryTooLarge
 from worker.github import GitHubClient, RetryPolicy
 from worker.mirror import Mirrors
-from worker.render import MARKER, build_too_large_view, build_view, render
 from worker.repo_config import CONFIG_PATH, LoadedConfig, RepoConfig, parse_config
 
 log = logging.getLogger(__name__)

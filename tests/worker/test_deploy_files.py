@@ -23,7 +23,7 @@ def test_dockerfile_is_cpu_only_non_root_with_both_entry_points() -> None:
     assert "uvicorn bot.app:app" in text and "celery -A worker.celery_app worker" in text
     for path in ("spider", "contract", "bot", "worker"):
         assert f"COPY {path} ./{path}" in text
-    # the comment's templates are package data of worker (worker/templates), no override
+    # the comment's templates are package data of spider.comment, no override
     assert "SPIDER_TEMPLATE_DIR" not in text and "COPY templates" not in text
 
 

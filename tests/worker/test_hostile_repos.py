@@ -14,6 +14,7 @@ import redis
 import worker.tasks as tasks
 from contract.jobs import IssueJob
 from contract.settings import AppSettings
+from spider.comment.render import MARKER
 from spider_devkit.fake_github import FakeGitHub
 from tests.hostile import SECRET_FUNCTION, Hostile, git, hostile_repo, many_files_repo, safe_tree_of
 from tests.worker.helpers import StubEngine
@@ -22,7 +23,6 @@ from worker.errors import UnsafeRepository, is_transient
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
 from worker.mirror import Mirrors
 from worker.pipeline import Deps, run_job
-from worker.render import MARKER
 
 from .conftest import INSTALLATION
 

@@ -7,6 +7,7 @@ import redis
 
 from contract.jobs import IssueJob
 from contract.settings import AppSettings
+from spider.comment.render import MARKER
 from spider_devkit.fake_github import FakeGitHub
 from tests.worker.helpers import StubEngine, commit, git, write
 from worker import locks
@@ -14,7 +15,6 @@ from worker.errors import Busy, GitHubUnavailable
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
 from worker.mirror import Mirrors
 from worker.pipeline import Deps, run_job
-from worker.render import MARKER
 
 from .conftest import INSTALLATION, REPO
 

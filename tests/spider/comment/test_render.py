@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from spider.comment.render import MARKER, build_view, permalink, reason_words, render
+from spider.errors import RenderError
 from spider.models import CentreExpansion, Hit, Localization, Reason
-from worker.errors import RenderError
-from worker.render import MARKER, build_view, permalink, reason_words, render
 
 GOLDEN = Path(__file__).parent / "golden"
 SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
@@ -121,7 +121,7 @@ def test_missing_template_fields_are_errors(tmp_path: Path) -> None:
 
 
 def test_the_too_large_comment_is_polite_and_safe() -> None:
-    from worker.render import build_too_large_view, human_size
+    from spider.comment.render import build_too_large_view, human_size
 
     view = build_too_large_view(app_name="@spider [bot](https://x.example)", skip_label="skip`me",
                                 size_kb=3_500_000, limit_kb=2_000_000)

@@ -1,6 +1,6 @@
 """The comment: a typed view model built from a Localization, rendered by Jinja2.
 
-Every string in the view model is already safe Markdown (see ``worker.markdown``); the
+Every string in the view model is already safe Markdown (see ``spider.comment.markdown``); the
 template only arranges them, with ``StrictUndefined`` so a missing field is an error
 rather than a blank. A comment that cannot be rendered in full raises RenderError and
 nothing is posted.
@@ -18,9 +18,9 @@ from urllib.parse import quote
 
 import jinja2
 
+from spider.comment.markdown import Markdown, code, inline, plain
+from spider.errors import RenderError
 from spider.models import Hit, Localization, Reason
-from worker.errors import RenderError
-from worker.markdown import Markdown, code, inline, plain
 
 TEMPLATE = "comment.md.j2"
 TOO_LARGE_TEMPLATE = "too_large.md.j2"
@@ -211,7 +211,7 @@ def _environment(template_dir: str | None) -> jinja2.Environment:
     loader: jinja2.BaseLoader = (
         jinja2.FileSystemLoader(template_dir)
         if template_dir
-        else jinja2.PackageLoader("worker", "templates")
+        else jinja2.PackageLoader("spider.comment", "templates")
     )
     return jinja2.Environment(
         loader=loader,
@@ -226,7 +226,7 @@ def _environment(template_dir: str | None) -> jinja2.Environment:
 def render(view: CommentView | TooLargeView, template_dir: Path | None = None) -> str:
     """The comment's Markdown; RenderError if the template fails or the body is too long.
 
-    ``template_dir`` overrides the templates shipped in ``worker/templates``.
+    ``template_dir`` overrides the templates shipped in ``spider/comment/templates``.
     """
     template = TOO_LARGE_TEMPLATE if isinstance(view, TooLargeView) else TEMPLATE
     try:

@@ -5,7 +5,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.markdown import code, inline, plain
+from spider.comment.markdown import code, inline, plain
 
 DANGEROUS = re.compile(
     r"(?<![\w\u200b])@[A-Za-z0-9]"  # a mention

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
+from spider.comment.render import build_view, render
 from spider.index import Index, build_index
 from spider.locate import locate
 from spider.models import Issue
 from spider.select.offline import OfflineSelector, OfflineWeights
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
-from worker.render import build_view, render
 
 SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
 FILES = {
