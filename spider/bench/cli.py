@@ -5,6 +5,7 @@ spider bench history REPO_PATH [--max N] [--since DATE] --out DIR
 spider bench runnable --dataset FILE --repos TEMPLATE
 spider bench check-gt --dataset FILE --repos TEMPLATE [--out FILE]
 spider bench show DIR
+spider bench coverage --dataset FILE --repos TEMPLATE [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -484,6 +485,31 @@ def markdown(
 
     summary = _finished(out)
     typer.echo(markdown_report(summary, method, _split(only_repo) or (), _split(skip_repo) or ()))
+
+
+@bench_app.command("coverage")
+def coverage(
+    dataset: DatasetOpt,
+    repos: ReposOpt,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="JSON report: counts and every hunk")
+    ] = None,
+    instances: Annotated[str | None, typer.Option("--instances")] = None,
+    only_repo: OnlyRepoOpt = None,
+    limit: Annotated[int | None, typer.Option("--limit")] = None,
+) -> None:
+    """Graph fidelity: the share of function-bearing fix hunks inside a function node."""
+    from spider.bench.coverage import measure_coverage, render_coverage
+
+    rows = select_instances(
+        read_dataset(dataset), ids=_split(instances), repos=_split(only_repo), limit=limit
+    )
+    report = measure_coverage(rows, template_resolver(repos), EngineSettings())
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        body = {"command": _command_line(), **report.to_dict()}
+        out.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+    typer.echo(render_coverage(report))
 
 
 def main() -> None:

@@ -116,21 +116,42 @@ def _plan(
     listing = source.files()
     stats.skipped.update(getattr(source, "skipped", {}))  # symlinks, submodules, unsafe paths
     headers_are_cpp = has_cpp_sources([f.path for f in listing])
-    excludes = GlobSet(settings.exclusion_globs())
-    includes = GlobSet(settings.include)
+    rules = _path_rules(settings)
     plan: list[_Planned] = []
     unsupported = 0
     for f in sorted(listing, key=lambda f: f.path):
         spec = spec_for_path(f.path, headers_are_cpp=headers_are_cpp)
         if spec is None:
             unsupported += 1
-        elif excludes.matches(f.path) or (includes and not includes.matches(f.path)):
-            stats.skipped[SKIP_EXCLUDED] += 1
+        elif (reason := rules(f.path)) is not None:
+            stats.skipped[reason] += 1
         elif f.size > settings.max_file_bytes:
             stats.skipped[SKIP_TOO_LARGE] += 1
         else:
             plan.append(_Planned(f.path, spec))
     return plan, unsupported
+
+
+def _path_rules(settings: EngineSettings) -> Callable[[str], str | None]:
+    """The reason a path is left out by the exclusion/include settings, or None."""
+    excludes = GlobSet(settings.exclusion_globs())
+    includes = GlobSet(settings.include)
+
+    def reason(path: str) -> str | None:
+        if excludes.matches(path) or (includes and not includes.matches(path)):
+            return SKIP_EXCLUDED
+        return None
+
+    return reason
+
+
+def exclusion_reasons(
+    source: SourceTree, settings: EngineSettings, paths: list[str]
+) -> dict[str, str]:
+    """Why each of ``paths`` would be left out of the graph (a skip reason), for the paths
+    an exclusion rule leaves out; paths that would be parsed are absent."""
+    rules = _path_rules(settings)
+    return {p: r for p in paths if (r := rules(p)) is not None}
 
 
 # -- parsing ----------------------------------------------------------------------------
@@ -316,4 +337,5 @@ __all__ = [
     "build_graph",
     "content_skip_reason",
     "count_source_files",
+    "exclusion_reasons",
 ]

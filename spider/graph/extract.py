@@ -380,7 +380,7 @@ def _collect(
             )
         elif kind == _ROLE_PACKAGE:
             packages.append(_text(data, caps["name.package"][0]).strip())
-    return _dedupe_names(items), refs, imports, packages
+    return _drop_values(_dedupe_names(items)), refs, imports, packages
 
 
 def _dedupe_names(items: list[_Item]) -> list[_Item]:
@@ -393,6 +393,25 @@ def _dedupe_names(items: list[_Item]) -> list[_Item]:
             best[key] = it
     kept = {id(v) for v in best.values()}
     return [it for it in items if id(it) in kept]
+
+
+def _drop_values(items: list[_Item]) -> list[_Item]:
+    """A function that is the direct value of another function definition is that
+    definition, not a nested one: ``const f = function g() {}`` is ``f``, not ``f.g``
+    (patterns that name a function expression by itself also match it there)."""
+    functions = {(it.start, it.end) for it in items if not it.is_scope and it.kind == "function"}
+
+    def is_value(it: _Item) -> bool:
+        parent = it.node.parent
+        return (
+            not it.is_scope
+            and it.kind == "function"
+            and parent is not None
+            and (parent.start_byte, parent.end_byte) in functions
+            and (parent.start_byte, parent.end_byte) != (it.start, it.end)
+        )
+
+    return [it for it in items if not is_value(it)]
 
 
 # -- outline ----------------------------------------------------------------------------

@@ -43,6 +43,19 @@
                                property: (property_identifier) @_exports (#eq? @_exports "exports"))
     property: (property_identifier) @name.definition.function)
   right: [(function_expression) (arrow_function) (generator_function)]) @definition.function
+; module.exports = (req, res) => {} / module.exports = function () {}: the module's
+; default export, named `exports` (a named function expression is named by itself, below)
+(assignment_expression
+  left: (member_expression
+    object: (identifier) @_module (#eq? @_module "module")
+    property: (property_identifier) @name.definition.function (#eq? @name.definition.function "exports"))
+  right: [(function_expression !name) (arrow_function) (generator_function !name)]) @definition.function
+; a named function expression anywhere else is a function of that name:
+; module.exports = function httpAdapter() {}, x && function f() {}, define('n', function n() {}).
+; Where it is the value of a definition above (const f = function g() {}), that one wins
+; (extract drops a function that is the direct value of another definition).
+(function_expression name: (identifier) @name.definition.function) @definition.function
+(generator_function name: (identifier) @name.definition.function) @definition.function
 ; this.f = function () {} inside a constructor function
 (assignment_expression
   left: (member_expression object: (this) property: (property_identifier) @name.definition.method)

@@ -43,6 +43,15 @@
                                property: (property_identifier) @_exports (#eq? @_exports "exports"))
     property: (property_identifier) @name.definition.function)
   right: [(function_expression) (arrow_function) (generator_function)]) @definition.function
+; module.exports = (req, res) => {}: the module's default export, named `exports`
+(assignment_expression
+  left: (member_expression
+    object: (identifier) @_module (#eq? @_module "module")
+    property: (property_identifier) @name.definition.function (#eq? @name.definition.function "exports"))
+  right: [(function_expression !name) (arrow_function) (generator_function !name)]) @definition.function
+; a named function expression anywhere else is a function of that name (see javascript.scm)
+(function_expression name: (identifier) @name.definition.function) @definition.function
+(generator_function name: (identifier) @name.definition.function) @definition.function
 (assignment_expression
   left: (member_expression object: (this) property: (property_identifier) @name.definition.method)
   right: [(function_expression) (arrow_function) (generator_function)]) @definition.method

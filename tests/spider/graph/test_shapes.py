@@ -1,0 +1,66 @@
+"""Function shapes the coverage benchmark (``spider bench coverage``) found missing.
+
+One fixture source per shape under ``fixtures/shapes/<language>/``; each test names the
+function nodes (id -> line range) the shape must produce.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spider.graph import CodeGraph, build_graph
+from spider.settings import EngineSettings
+from spider.source import DirectorySource
+
+from .conftest import definitions
+
+SHAPES = Path(__file__).resolve().parent / "fixtures" / "shapes"
+
+
+@pytest.fixture(scope="module")
+def graphs() -> dict[str, CodeGraph]:
+    return {
+        d.name: build_graph(DirectorySource(d), EngineSettings())
+        for d in sorted(SHAPES.iterdir())
+        if d.is_dir()
+    }
+
+
+def functions_of(cg: CodeGraph, path: str) -> dict[str, tuple[int, int]]:
+    return {
+        n: (start, end)
+        for n, (kind, start, end) in definitions(cg).items()
+        if kind == "function" and n.startswith(path + ":")
+    }
+
+
+CASES: dict[tuple[str, str], dict[str, tuple[int, int]]] = {
+    # module.exports = function f() {} and `x && function f() {}`: the expression's own
+    # name; a function that is the value of another definition keeps that definition's name
+    ("javascript", "commonjs_default.js"): {
+        "commonjs_default.js:httpAdapter": (1, 1),
+        "commonjs_default.js:helper": (2, 2),
+        "commonjs_default.js:named": (3, 3),
+        "commonjs_default.js:other": (4, 4),
+        "commonjs_default.js:httpAdapter2": (5, 5),
+        "commonjs_default.js:obj.method": (6, 6),
+        "commonjs_default.js:obj.arrow": (6, 6),
+    },
+    # module.exports = async (req, res) => {}: the default export, named `exports`
+    ("javascript", "anonymous_module_exports.js"): {
+        "anonymous_module_exports.js:exports": (3, 6),
+    },
+    # a named function expression passed as an argument
+    ("javascript", "named_callback.js"): {
+        "named_callback.js:defineGetter": (1, 3),
+        "named_callback.js:hostname": (5, 8),
+        "named_callback.js:f": (10, 10),
+    },
+}
+
+
+@pytest.mark.parametrize(("language", "path"), sorted(CASES))
+def test_shape(graphs: dict[str, CodeGraph], language: str, path: str) -> None:
+    assert functions_of(graphs[language], path) == CASES[(language, path)]
