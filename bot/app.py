@@ -38,6 +38,7 @@ from bot.events import Acknowledge, Enqueue, Ignore, route
 from bot.queue import CeleryEnqueuer, Enqueuer, make_publisher
 from contract import logs
 from contract.metrics import RedisCollector
+from contract.redis_client import redis_client as make_redis
 from contract.settings import AppSettings, get_settings
 
 log = logging.getLogger("bot")
@@ -63,9 +64,7 @@ def build_state(
     enqueue: Enqueuer | None = None,
 ) -> BotState:
     """Connect the bot's parts; tests pass their own Redis client or enqueuer."""
-    client = redis_client or redis.Redis.from_url(
-        settings.redis_url, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S
-    )
+    client = redis_client or make_redis(settings, timeout_s=REDIS_TIMEOUT_S)  # or Sentinel
     if enqueue is None:
         enqueue = CeleryEnqueuer(make_publisher(settings))
     registry = CollectorRegistry()

@@ -5,6 +5,7 @@
 - ``contract.commands``: the ``/spider`` command in an issue comment.
 - ``contract.policy``: who counts as a bot, who may re-run.
 - ``contract.settings``: the one settings class of the app (``SPIDER_*``).
+- ``contract.redis_client``: the one place Redis clients are built (plain or Sentinel).
 - ``contract.logs``: structured, redacted logs.
 - ``contract.metrics``: worker metrics added up in Redis, served by the bot.
 

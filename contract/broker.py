@@ -1,7 +1,8 @@
 """The Celery configuration the bot (publisher) and the worker (consumer) must agree on.
 
 A plain mapping for ``Celery.conf.update``: the broker and result store, the queue, the
-serializers and the Redis transport options (the visibility timeout decides when an
+serializers and the Redis transport options (with Sentinel, the master's name: see
+``contract.redis_client``; the visibility timeout decides when an
 unacknowledged job is handed out again, so both sides read it from the same settings).
 This module does not import Celery; ``bot.queue`` and ``worker.celery_app`` do.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from contract.jobs import QUEUE
+from contract.redis_client import celery_redis_options
 from contract.settings import AppSettings
 
 BROKER_CONNECT_TIMEOUT_S = 5  # fail fast when Redis is away rather than hang a webhook
@@ -18,6 +20,7 @@ BROKER_CONNECT_TIMEOUT_S = 5  # fail fast when Redis is away rather than hang a 
 
 def celery_conf(settings: AppSettings) -> dict[str, Any]:
     """Celery settings shared by every process that publishes or consumes spider jobs."""
+    redis_options = celery_redis_options(settings)  # Sentinel: the master's name
     return {
         "broker_url": settings.redis_url,
         "result_backend": settings.redis_url,
@@ -26,7 +29,9 @@ def celery_conf(settings: AppSettings) -> dict[str, Any]:
             # look for messages of dead workers every interval (kombu's default is 10 s x 10)
             "unacked_restore_interval": settings.broker_restore_interval_s,
             "unacked_restore_throttle": 1,
+            **redis_options,
         },
+        "result_backend_transport_options": dict(redis_options),
         "broker_connection_timeout": BROKER_CONNECT_TIMEOUT_S,
         "broker_connection_retry_on_startup": True,
         "redis_socket_timeout": BROKER_CONNECT_TIMEOUT_S * 2,

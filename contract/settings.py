@@ -34,7 +34,13 @@ class AppSettings(EngineSettings):
     """Settings of the bot and the worker (``SPIDER_`` environment variables)."""
 
     # --- shared ---
-    redis_url: str = Field("redis://127.0.0.1:6379/0", description="broker, locks, dedupe")
+    redis_url: str = Field(
+        "redis://127.0.0.1:6379/0", description="broker, locks, dedupe; with Sentinel, "
+        "sentinel://host:port;sentinel://host:port[/db] (see contract.redis_client)"
+    )
+    redis_sentinel_master: str = Field(
+        "mymaster", description="the Sentinel master name (only for sentinel:// URLs)"
+    )
     log_level: str = "INFO"
     log_json: bool = Field(True, description="one JSON object per log line")
 
@@ -104,6 +110,23 @@ class AppSettings(EngineSettings):
     )
     broker_restore_interval_s: int = Field(
         60, ge=1, description="how often each worker looks for messages to redeliver"
+    )
+    # --- redelivery of failed webhook deliveries (worker/redeliver.py) ---
+    redeliver_enabled: bool = Field(
+        True, description="ask GitHub to redeliver deliveries the bot could not take (a 503 "
+        "while Redis was away); GitHub never retries a failed delivery by itself"
+    )
+    redeliver_interval_s: float = Field(
+        300.0, ge=1, description="how often one worker of the fleet (a Redis lock) looks"
+    )
+    redeliver_window_s: int = Field(
+        3 * 24 * 3600, ge=60, description="only deliveries this recent (GitHub keeps 3 days)"
+    )
+    redeliver_max_attempts: int = Field(
+        3, ge=1, description="redeliveries asked for one delivery (by guid) before giving up"
+    )
+    redeliver_max_pages: int = Field(
+        20, ge=1, description="pages of 100 deliveries read per run (bounded work per run)"
     )
 
     # --- limits ---

@@ -24,6 +24,7 @@ from celery.exceptions import Reject, SoftTimeLimitExceeded
 from contract import logs
 from contract.jobs import TASK_NAME, IssueJob
 from contract.metrics import RECORDER
+from contract.redis_client import redis_client
 from contract.settings import AppSettings, get_settings
 from worker.celery_app import app
 from worker.engine import SpiderEngine
@@ -43,8 +44,7 @@ REDIS_TIMEOUT_S = 10.0
 def deps() -> Deps:
     """The real dependencies, built once per worker process (after the fork)."""
     settings = get_settings()
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=REDIS_TIMEOUT_S,
-                                  socket_connect_timeout=REDIS_TIMEOUT_S)
+    client = redis_client(settings, timeout_s=REDIS_TIMEOUT_S)  # plain Redis or Sentinel
     policy = RetryPolicy(settings)
     tokens = InstallationTokens(settings, TokenCache(client, settings), policy)
     return Deps(
