@@ -25,6 +25,7 @@ import numpy as np
 from spider.bench.cv import leave_one_repository_out
 from spider.bench.dataset import Instance
 from spider.bench.run import RepoResolver, index_instance
+from spider.errors import InputError
 from spider.features import HEAD_FEATURES as FEATURES
 from spider.features import head_features
 from spider.rerank import WEIGHTS_KIND, RerankWeights
@@ -68,7 +69,7 @@ def collect(
             log.info("collected %s", inst.instance_id)
         data = dict(np.load(path))
         if list(data["x"].shape[1:]) != [len(FEATURES)]:
-            raise ValueError(f"{path} holds other features; delete {out} and collect again")
+            raise InputError(f"{path} holds other features; delete {out} and collect again")
         data["repo"] = str(data["repo"])
         data["instance_id"] = inst.instance_id
         if int(data["ngt"]) > 0:

@@ -177,7 +177,7 @@ def run_instance(
         tq = time.perf_counter()
         try:
             loc = locate(index, issue, settings, selector=selector)
-        except (SpiderError, ValueError, RuntimeError, KeyError) as exc:
+        except SpiderError as exc:
             # one broken method must not cost the others; the pair is retried on a rerun
             log.error("%s / %s failed: %s", inst.instance_id, m.name, exc)
             continue
@@ -233,7 +233,7 @@ def run_benchmark(
                 continue
             try:
                 rows = run_instance(inst, methods, cfg, path)
-            except (SpiderError, OSError, ValueError, RuntimeError) as exc:
+            except (SpiderError, OSError) as exc:  # OSError: the output or a mirror's disk
                 log.error("%s failed: %s", inst.instance_id, exc)
                 errors.write(
                     {
