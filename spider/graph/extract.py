@@ -214,6 +214,28 @@ def split_name(text: str) -> list[str]:
     return [p for p in parts if p]
 
 
+def definition_name_text(data: bytes, node: Node) -> str:
+    """The written name of a definition's name capture.
+
+    A C++ conversion operator has no name token: ``operator bool() {}`` (possibly
+    qualified, ``A::operator T&()``) is named by the text before its parameter list
+    (``operator bool``, ``A::operator T&``), blanks collapsed.
+    """
+    inner = node
+    while inner.type == "qualified_identifier" and inner.child_by_field_name("name") is not None:
+        inner = inner.child_by_field_name("name")  # type: ignore[assignment]
+    if inner.type != "operator_cast":
+        return _text(data, node)
+    end = inner.end_byte
+    stack = [inner]
+    while stack:  # the parameter list, under pointer/reference/function declarators
+        n = stack.pop()
+        if n.type == "parameter_list":
+            end = min(end, n.start_byte)
+        stack.extend(n.named_children)
+    return " ".join(data[node.start_byte : end].decode("utf-8", "replace").split())
+
+
 def _receiver(data: bytes, node: Node | None) -> str | None:
     if node is None:
         return None
@@ -338,7 +360,8 @@ def _collect(
                     it.self_name = it.self_name or self_name
                     continue
             # "#" would read as a duplicate number in the node id (JS string keys)
-            segs = [seg.replace("#", "_") for seg in split_name(_text(data, name_node))]
+            written = definition_name_text(data, name_node)
+            segs = [seg.replace("#", "_") for seg in split_name(written)]
             if not segs:
                 continue
             if kind == _ROLE_DEF:

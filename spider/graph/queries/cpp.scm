@@ -26,6 +26,26 @@
   declarator: (_ (_ (function_declarator
     declarator: [(identifier) (field_identifier) (destructor_name) (operator_name)
                  (qualified_identifier)] @name.definition.function)))) @definition.function
+; conversion operators: `operator bool() {}`, `A::B::operator T&() {}` (named by the text
+; before their parameter list: `operator bool`, see extract.definition_name_text)
+(function_definition declarator: (operator_cast) @name.definition.function) @definition.function
+(function_definition
+  declarator: (qualified_identifier name: (operator_cast)) @name.definition.function) @definition.function
+(function_definition
+  declarator: (qualified_identifier
+    name: (qualified_identifier name: (operator_cast))) @name.definition.function) @definition.function
+(template_declaration
+  (function_definition declarator: (operator_cast) @name.definition.function)) @definition.function
+; explicit specialisations: `int f<A>(...) {}`, `X A::f<B>() {}`
+(function_definition
+  declarator: (_ declarator: (template_function name: (identifier) @name.definition.function))) @definition.function
+(function_definition
+  declarator: (_ declarator: (qualified_identifier
+    scope: (_) @name.owner
+    name: (template_function name: (identifier) @name.definition.function)))) @definition.function
+(template_declaration
+  (function_definition
+    declarator: (_ declarator: (template_function name: (identifier) @name.definition.function)))) @definition.function
 ; the template <...> line belongs to the function
 (template_declaration
   (function_definition

@@ -58,6 +58,20 @@ CASES: dict[tuple[str, str], dict[str, tuple[int, int]]] = {
         "named_callback.js:hostname": (5, 8),
         "named_callback.js:f": (10, 10),
     },
+    # C++ conversion operators, plain, explicit and qualified: named by their text up to
+    # the parameter list (no name token exists)
+    ("cpp", "operators.cpp"): {
+        "operators.cpp:result.operator bool": (3, 3),
+        "operators.cpp:result.operator const char *": (4, 4),
+        "operators.cpp:result.operator long&": (7, 7),
+        "operators.cpp:doc.ref.operator doc&": (13, 16),
+    },
+    # C++ explicit template specialisations (`f<char>(...)`), the template line included
+    ("cpp", "specialisation.cpp"): {
+        "specialisation.cpp:find_bits": (3, 6),
+        "specialisation.cpp:find_bits#2": (8, 10),
+        "specialisation.cpp:Parser.get": (16, 19),
+    },
 }
 
 
