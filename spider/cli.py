@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from spider.errors import EmptyIssue, EnginePermanentError, InputError, SpiderError
-from spider.models import Issue
+from spider.models import Issue, Localization
 from spider.settings import EngineSettings
 
 app = typer.Typer(
@@ -114,9 +114,22 @@ def locate(
     edges: Annotated[str | None, typer.Option(help="contains, invokes or both")] = None,
     first_stage: Annotated[str | None, typer.Option(help="dense, bm25 or hybrid")] = None,
     rev: RevOpt = None,
-    json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON (= --format json)")] = False,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="table, json, or markdown: exactly the comment the app would post"
+        ),
+    ] = "table",
+    repo_url: Annotated[
+        str | None,
+        typer.Option(help="https://github.com/OWNER/NAME for permalinks (default: origin)"),
+    ] = None,
 ) -> None:
     """Rank the functions most likely to need an edit for an issue."""
+    fmt = "json" if json_out else fmt
+    if fmt not in ("table", "json", "markdown"):
+        raise _fail(f"--format must be table, json or markdown, not {fmt!r}")
     if (issue is None) == (issue_file is None):
         raise _fail("give exactly one of --issue TEXT or --issue-file FILE")
     if issue_file is not None:
@@ -144,8 +157,11 @@ def locate(
     except SpiderError as exc:
         raise _fail(f"{exc} (transient: try again)", code=3) from exc
     result.timings.update(index=t1 - t0, query=t2 - t1)
-    if json_out:
+    if fmt == "json":
         typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    if fmt == "markdown":
+        typer.echo(_markdown(path, result, repo_url), nl=False)
         return
     table = Table(title=f"top {len(result.hits)} for: {title[:70]}", show_lines=False)
     table.add_column("#", justify="right")
@@ -161,6 +177,27 @@ def locate(
     c.print(
         f"commit {result.commit or 'working tree'} · index {t1 - t0:.2f} s · query {t2 - t1:.2f} s"
     )
+
+
+def _markdown(path: Path, result: Localization, repo_url: str | None) -> str:
+    """The comment the app would post for ``result`` (same view, same template)."""
+    from spider.comment import build_view, render
+    from spider.remote import find_remote
+
+    if result.commit is None:
+        raise _fail("--format markdown needs a git checkout: permalinks pin a commit")
+    try:
+        remote = find_remote(path, repo_url)
+        view = build_view(
+            result,
+            html_url=remote.html_url,
+            branch=remote.branch,
+            skip_label="spider:skip",
+            app_name="spider-bot",
+        )
+        return render(view)
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
 
 
 def _mount_bench() -> None:

@@ -7,12 +7,17 @@ import time
 from spider.errors import EmptyIssue
 from spider.expand import run_expansion
 from spider.features import pool_features
+from spider.graph.model import CodeGraph
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason
 from spider.rerank import rerank_head
 from spider.retrieve.first_stage import FirstStage, first_stage
 from spider.select import OfflineSelector, Selector, make_selector
+from spider.select.exchange import Admission
 from spider.settings import EngineSettings
+
+CLOSE_WORDING_RANK = 10  # a dense rank this good means the text reads like the issue
+MAX_TERMS = 3  # shared words shown per hit: the rarest ones say the most
 
 
 def ranked_first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstStage:
@@ -30,6 +35,27 @@ def evidence_reason(evidence: str) -> Reason:
     if kind == "frame":
         return Reason(kind="traceback", detail=detail)
     return Reason(kind="mention", detail=f"{kind}: {detail}")
+
+
+def relation(graph: CodeGraph, adm: Admission) -> str:
+    """How an admitted function relates to its centre, in words (``called by``, ...)."""
+    g = graph.g
+    node, centre = adm.id, adm.centre
+    if adm.edge == "invokes":
+        if adm.hops == 1 and g.has_edge(centre, node, "invokes"):
+            return "called by"
+        if adm.hops == 1 and g.has_edge(node, centre, "invokes"):
+            return "calls"
+        return "reached through calls from"
+    if adm.hops == 1:
+        return "defined inside" if g.has_edge(centre, node, "contains") else "contains"
+    parents = {u for u, _, k in g.in_edges(node, keys=True) if k == "contains"}
+    shared = parents & {u for u, _, k in g.in_edges(centre, keys=True) if k == "contains"}
+    if any(g.nodes[p].get("kind") == "class" for p in shared):
+        return "in the same class as"
+    if g.nodes[node].get("path") == g.nodes[centre].get("path"):
+        return "in the same file as"
+    return "near"
 
 
 def first_stage_reason(fs: FirstStage, idx: int, shown: int, score: float) -> Reason:
@@ -78,17 +104,33 @@ def locate(
     t2 = time.perf_counter()
     hits: list[Hit] = []
     g = index.graph.g
+    text = issue.text[: settings.max_issue_chars]
+    documents = index.documents()
     for node_id in final:
         a = g.nodes[node_id]
         reasons: list[Reason] = []
         adm = exp.placed.get(node_id)
         if adm is not None:
-            reasons.append(Reason(kind="expand", centre=adm.centre, edge=adm.edge, hops=adm.hops))
+            reasons.append(
+                Reason(
+                    kind="expand",
+                    centre=adm.centre,
+                    edge=adm.edge,
+                    hops=adm.hops,
+                    relation=relation(index.graph, adm),
+                )
+            )
         idx = pos[node_id]
-        reasons.append(first_stage_reason(fs, idx, shown[node_id], score_of[node_id]))
         ev = fs.evidence.get(idx)
         if ev is not None:
             reasons.append(evidence_reason(ev))
+        if "bm25" in fs.ranks:
+            terms = index.lexical().matched_terms(text, documents[idx], MAX_TERMS)
+            if terms:
+                reasons.append(Reason(kind="terms", detail=", ".join(terms)))
+        if "dense" in fs.ranks and int(fs.ranks["dense"][idx]) <= CLOSE_WORDING_RANK:
+            reasons.append(Reason(kind="wording", rank=int(fs.ranks["dense"][idx])))
+        reasons.append(first_stage_reason(fs, idx, shown[node_id], score_of[node_id]))
         hits.append(
             Hit(
                 id=node_id,

@@ -6,8 +6,23 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-ReasonKind = Literal["dense", "bm25", "hybrid", "mention", "traceback", "expand"]
+ReasonKind = Literal["dense", "bm25", "hybrid", "mention", "traceback", "terms", "wording", "expand"]
 _RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
+RANKER_KINDS = frozenset(_RANK_LABELS)  # reasons that are a ranker's rank, not evidence
+
+
+def ordinal(n: int) -> str:
+    """``1`` -> ``1st``, ``2`` -> ``2nd``, ``11`` -> ``11th``, ``23`` -> ``23rd``."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _frame(detail: str) -> str:
+    """A stack frame as its language prints it: ``File "a.py", line 12`` for Python."""
+    path, sep, line = detail.rpartition(":")
+    if sep and line.isdigit() and path.endswith(".py"):
+        return f'File "{path}", line {line}'
+    return detail
 
 
 def _backticks(text: str) -> str:
@@ -36,7 +51,13 @@ class Reason:
     """Why a hit is in the list.
 
     ``kind`` names the evidence; rankers fill ``rank``/``score``; expansion fills
-    ``centre`` (node id of the seed), ``edge`` and ``hops``.
+    ``centre`` (node id of the seed), ``edge``, ``hops`` and ``relation`` (how the hit
+    relates to the centre: ``called by``, ``calls``, ``inside``, ``contains``, ``beside``);
+    ``terms`` lists the issue's words the function shares in ``detail``.
+
+    :meth:`describe` says it the technical way (ranks, edges: the collapsed details and
+    the CLI table); :meth:`words` says it in plain words for the list itself, or ``None``
+    for a ranker's rank, which is no evidence a reader can act on.
     """
 
     kind: ReasonKind
@@ -46,6 +67,40 @@ class Reason:
     edge: str | None = None
     hops: int | None = None
     detail: str | None = None
+    relation: str | None = None
+
+    @property
+    def technical(self) -> bool:
+        """Whether this is a ranker's rank (shown only in the details)."""
+        return self.kind in RANKER_KINDS
+
+    def words(
+        self,
+        code: Callable[[str], str] = _backticks,
+        plain: Callable[[str], str] = _as_is,
+        listed: Callable[[str], int | None] | None = None,
+    ) -> str | None:
+        """The evidence in plain words; ``listed`` gives a centre's position in the list."""
+        if self.kind == "expand" and self.centre is not None:
+            centre = self.centre.split(":", 1)[-1]
+            relation = self.relation or f"found via {self.edge or 'an edge'} from"
+            where = listed(self.centre) if listed else None
+            tail = f", listed {ordinal(where)}" if where else ""
+            return f"{plain(relation)} {code(centre)}{tail}"
+        if self.kind == "traceback":
+            return (
+                f"in the traceback ({code(_frame(self.detail))})"
+                if self.detail
+                else "in the traceback"
+            )
+        if self.kind == "terms" and self.detail:
+            terms = ", ".join(code(t) for t in self.detail.split(", "))
+            return f"matches the issue's terms ({terms})"
+        if self.kind == "wording":
+            return "close to the issue's wording"
+        if self.kind == "mention":
+            return self.describe(code, plain)
+        return None
 
     def describe(
         self,
@@ -68,8 +123,8 @@ class Reason:
             if kind == "file" and what:
                 return f"in {code(what)}, a file named in the issue"
             return f"{code(what)} is named in the issue" if what else "named in the issue"
-        if self.kind == "traceback":
-            return f"in the traceback ({code(self.detail)})" if self.detail else "in the traceback"
+        if self.kind in ("traceback", "terms", "wording"):
+            return self.words(code, plain) or ""
         text = plain(f"{_RANK_LABELS.get(self.kind, self.kind)} rank {self.rank}")
         return text if self.detail is None else f"{text} ({plain(self.detail)})"
 
@@ -77,6 +132,9 @@ class Reason:
         """JSON form, with the words added under ``text``."""
         d = {k: v for k, v in asdict(self).items() if v is not None}
         d["text"] = self.describe()
+        words = self.words()
+        if words is not None:
+            d["words"] = words
         return d
 
 
@@ -130,6 +188,7 @@ class Localization:
     timings: dict[str, float] = field(default_factory=dict)
     expansion: list[CentreExpansion] = field(default_factory=list)
     selector_calls: int = 0  # requests the selector judged (0: expansion did not run)
+    confidence: float | None = None  # calibrated P(first hit is edited); None: not estimated
 
     def method(self) -> str:
         """What ran for this list, in words, from the settings and counts the engine recorded."""
@@ -178,4 +237,5 @@ class Localization:
             "expansion": self.expansion_summary(),
             "selector_calls": self.selector_calls,
             "method": self.method(),
+            "confidence": None if self.confidence is None else round(self.confidence, 4),
         }

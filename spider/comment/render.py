@@ -31,6 +31,8 @@ _HTML_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9_.-]+/[A-Za
 # Settings shown in the details block, in this order (others the engine reports follow).
 _SETTINGS_ORDER = ("k", "selector", "edges", "first_stage", "rerank", "centres", "depth", "pool", "model")
 _COUNT_SUFFIXES = ("_calls", "_count", "calls", "count")
+SHOWN = 5  # items listed in full; the rest of K sit in a collapsed block
+LOW_CONFIDENCE = 0.15  # below this estimated chance for the first item, the comment says so
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,8 @@ class HitView:
     title: Markdown
     url: str
     location: Markdown
-    reasons: Markdown
+    reasons: Markdown  # the evidence in plain words
+    ranks: Markdown  # the rankers' numbers and the expansion edge, for the details
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,9 @@ class CommentView:
     marker: str
     app_name: Markdown
     summary: Markdown
-    hits: Sequence[HitView]
+    confidence_note: Markdown | None
+    hits: Sequence[HitView]  # listed in full
+    more: Sequence[HitView]  # the rest of K, collapsed
     notes: Sequence[Markdown]
     commit: Markdown
     commit_url: str
@@ -64,8 +69,14 @@ class CommentView:
 
 
 def reason_words(reason: Reason) -> Markdown:
-    """A reason in words (``Reason.describe``) with repository text in code spans."""
+    """A reason the technical way (``Reason.describe``) with repository text in code spans."""
     return Markdown(reason.describe(code=code, plain=plain))
+
+
+def plain_words(reason: Reason, listed: Mapping[str, int] | None = None) -> Markdown | None:
+    """A reason in plain words (``Reason.words``), or None for a ranker's rank."""
+    words = reason.words(code=code, plain=plain, listed=(listed or {}).get)
+    return None if words is None else Markdown(words)
 
 
 def permalink(html_url: str, sha: str, path: str, start: int, end: int) -> str:
@@ -82,17 +93,31 @@ def permalink(html_url: str, sha: str, path: str, start: int, end: int) -> str:
     return f"{html_url}/blob/{sha}/{quote(raw, safe='/')}{anchor}"
 
 
-def hit_view(rank: int, hit: Hit, html_url: str, sha: str) -> HitView:
-    """The view of one hit."""
+def hit_view(
+    rank: int, hit: Hit, html_url: str, sha: str, listed: Mapping[str, int] | None = None
+) -> HitView:
+    """The view of one hit; ``listed`` maps ids to their position in the list."""
     name = hit.name or hit.id.split(":", 1)[-1]
     lines = f"L{hit.start_line}" if hit.end_line <= hit.start_line else f"L{hit.start_line}-{hit.end_line}"
-    reasons = "; ".join(reason_words(r) for r in hit.reasons) or "ranked by similarity"
+    words = [w for w in (plain_words(r, listed) for r in hit.reasons) if w is not None]
+    technical = [reason_words(r) for r in hit.reasons if r.technical or r.kind == "expand"]
     return HitView(
         rank=rank,
         title=code(name, limit=MAX_NAME_CHARS),
         url=permalink(html_url, sha, hit.path, hit.start_line, hit.end_line),
         location=Markdown(f"{code(hit.path)} {lines}"),
-        reasons=Markdown(reasons),
+        reasons=Markdown("; ".join(words) or "similar to the issue as a whole"),
+        ranks=Markdown(f"{code(name, limit=MAX_NAME_CHARS)}: " + "; ".join(technical)),
+    )
+
+
+def confidence_note(confidence: float | None, bar: float = LOW_CONFIDENCE) -> Markdown | None:
+    """One line when even the first item is unlikely to need the change, else None."""
+    if confidence is None or confidence >= bar:
+        return None
+    return Markdown(
+        f"The best match is weak: an estimated {confidence:.0%} chance that the first function "
+        "needs the change. Read this list as a place to start looking, not an answer."
     )
 
 
@@ -129,13 +154,21 @@ def build_view(
     config_found: bool = False,
     skip_label: str,
     app_name: str,
+    shown: int = SHOWN,
+    low_confidence: float = LOW_CONFIDENCE,
 ) -> CommentView:
-    """The view model of one comment. ``notes`` may hold single-backtick code spans."""
+    """The view model of one comment. ``notes`` may hold single-backtick code spans.
+
+    The first ``shown`` hits are listed in full, the rest collapsed; a first hit whose
+    calibrated confidence is below ``low_confidence`` gets a one-line warning.
+    """
     sha = loc.commit or ""
     if not loc.hits:
         raise RenderError("the engine returned no functions")
-    hits = [hit_view(i, hit, html_url, sha) for i, hit in enumerate(loc.hits, start=1)]
+    listed = {hit.id: i for i, hit in enumerate(loc.hits, start=1)}
+    hits = [hit_view(i, hit, html_url, sha, listed) for i, hit in enumerate(loc.hits, start=1)]
     k = len(hits)
+    shown = max(1, shown)
     summary = (
         f"These are the {k} functions most likely to need a change for this issue, "
         "most likely first."
@@ -155,7 +188,9 @@ def build_view(
         marker=MARKER,
         app_name=plain(app_name),
         summary=Markdown(summary),
-        hits=hits,
+        confidence_note=confidence_note(loc.confidence, low_confidence),
+        hits=hits[:shown],
+        more=hits[shown:],
         notes=[inline(n) for n in notes],
         commit=code(sha),
         commit_url=f"{html_url}/commit/{sha}",
@@ -239,3 +274,21 @@ def render(view: CommentView | TooLargeView, template_dir: Path | None = None) -
     if len(body) > MAX_COMMENT_CHARS:
         raise RenderError(f"the comment is {len(body)} characters, over GitHub's limit")
     return body
+
+
+FIX_OPEN = "<!-- spider-bot:fix -->"
+FIX_CLOSE = "<!-- /spider-bot:fix -->"
+_FIX_BLOCK = re.compile(re.escape(FIX_OPEN) + r".*?" + re.escape(FIX_CLOSE) + r"\n*", re.DOTALL)
+
+
+def with_fix_line(body: str, line: Markdown) -> str:
+    """``body`` with ``line`` (safe Markdown, e.g. built with ``code``/``plain``) in the
+    marked fix block: replaced in place when the block exists, else put right before the
+    ``<details>`` block (at the end when there is none). Idempotent."""
+    block = f"{FIX_OPEN}\n{line}\n{FIX_CLOSE}\n\n"
+    if _FIX_BLOCK.search(body):
+        return _FIX_BLOCK.sub(lambda _m: block, body, count=1)
+    at = body.find("<details>")
+    if at < 0:
+        return body.rstrip("\n") + "\n\n" + block.rstrip("\n") + "\n"
+    return body[:at] + block + body[at:]

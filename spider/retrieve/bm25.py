@@ -7,10 +7,13 @@ import logging
 import bm25s
 import numpy as np
 
-from spider.retrieve.tokenize import code_tokens
+from spider.retrieve.tokenize import code_tokens, word_keys
 
 log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
+
+
+COMMON_SHARE = 5  # a word in more than 1/5 of the documents is too common to explain a hit
 
 
 class LexicalIndex:
@@ -22,7 +25,8 @@ class LexicalIndex:
         corpus = [code_tokens(d) or ["<empty>"] for d in documents]
         if corpus:
             self._bm25.index(corpus, show_progress=False)
-        self._vocab = set(getattr(self._bm25, "vocab_dict", {}) or {})
+        self._ids: dict[str, int] = dict(getattr(self._bm25, "vocab_dict", {}) or {})
+        self._vocab = set(self._ids)
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (zeros when nothing matches)."""
@@ -32,3 +36,28 @@ class LexicalIndex:
         if not tokens:
             return np.zeros(self.size, dtype=np.float32)
         return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
+
+    def doc_frequency(self, token: str) -> int:
+        """How many documents contain ``token`` (0 when it is not in the vocabulary)."""
+        tid = self._ids.get(token)
+        if tid is None or not self.size:
+            return 0
+        indptr = self._bm25.scores["indptr"]
+        return int(indptr[tid + 1] - indptr[tid])
+
+    def matched_terms(self, query: str, document: str, limit: int = 3) -> list[str]:
+        """The query's words that ``document`` also contains, rarest in the index first.
+
+        Words are returned as the query spells them (``iter_content``), once each; a word
+        found in most documents says nothing and is left out.
+        """
+        doc_tokens = set(code_tokens(document))
+        common = max(2, self.size // COMMON_SHARE)
+        found: dict[str, tuple[int, str]] = {}
+        for word, key in word_keys(query):
+            if key in doc_tokens and key not in found:
+                df = self.doc_frequency(key)
+                if 0 < df <= common:
+                    found[key] = (df, word)
+        ranked = sorted(found.values(), key=lambda item: (item[0], item[1]))
+        return [word for _, word in ranked[:limit]]

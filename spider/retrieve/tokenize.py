@@ -162,3 +162,21 @@ def code_tokens(text: str, *, keep_compound: bool = True) -> list[str]:
         if keep_compound and len(parts) > 1 and lowered not in STOPWORDS:
             out.append(lowered)
     return out
+
+
+def word_keys(text: str) -> list[tuple[str, str]]:
+    """Each identifier of ``text`` with the one token that stands for it in ``code_tokens``.
+
+    ``decode_unicode`` -> ``("decode_unicode", "decode_unicode")``; ``timeout`` ->
+    ``("timeout", "timeout")``. Words that ``code_tokens`` drops (stop words, single
+    letters, over-long tokens) are left out.
+    """
+    out: list[tuple[str, str]] = []
+    for word in _WORD.findall(text):
+        if len(word) > MAX_TOKEN_CHARS:
+            continue
+        parts = split_identifier(word)
+        key = word.lower().strip("_") if len(parts) > 1 else (parts[0] if parts else "")
+        if len(key) >= MIN_TOKEN_CHARS and key not in STOPWORDS and not key.isdigit():
+            out.append((word, key))
+    return out

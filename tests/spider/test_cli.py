@@ -124,3 +124,60 @@ def test_clear_one_line_errors(repo: Path, tmp_path: Path, args: list[str], mess
     assert out.returncode != 0
     assert message in out.stderr.lower()
     assert "Traceback" not in out.stderr
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_locate_markdown_prints_the_apps_comment(repo: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["cp", "-r", str(repo), str(clone)], check=True)
+    _git(clone, "init", "-q", "-b", "trunk")
+    _git(clone, "add", "-A")
+    _git(clone, "commit", "-q", "-m", "shop")
+    _git(clone, "remote", "add", "origin", "git@github.com:acme/shop.git")
+    sha = _git(clone, "rev-parse", "HEAD")
+    out = _spider("locate", str(clone), "--issue", ISSUE, "--k", "3", "--format", "markdown",
+                  cache=tmp_path / "cache")
+    assert out.returncode == 0, out.stderr
+    body = out.stdout
+    assert body.startswith("<!-- spider-bot:localization -->\n")
+    assert f"(https://github.com/acme/shop/blob/{sha}/shop/cart.py#L10-L12)" in body
+    assert "1. [`Cart.add_item`]" in body and "(head of `trunk`)" in body
+    assert "`Cart.add_item` is named in the issue" in body
+    assert "- Method: " in body and "</details>" in body
+
+    # the same comment the app renders from the same localization
+    data = json.loads(_spider("locate", str(clone), "--issue", ISSUE, "--k", "3", "--json",
+                              cache=tmp_path / "cache").stdout)
+    assert [h["id"] for h in data["hits"]][0] == "shop/cart.py:Cart.add_item"
+
+    # no GitHub remote: a clear error naming the way out
+    _git(clone, "remote", "set-url", "origin", "https://example.com/acme/shop.git")
+    out = _spider("locate", str(clone), "--issue", ISSUE, "--format", "markdown",
+                  cache=tmp_path / "cache")
+    assert out.returncode == 2 and "--repo-url" in out.stderr and "Traceback" not in out.stderr
+    out = _spider("locate", str(clone), "--issue", ISSUE, "--format", "markdown", "--repo-url",
+                  "https://github.com/acme/shop", cache=tmp_path / "cache")
+    assert out.returncode == 0 and "https://github.com/acme/shop/blob/" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("git@github.com:acme/shop.git", "https://github.com/acme/shop"),
+        ("https://github.com/acme/shop", "https://github.com/acme/shop"),
+        ("https://x-access-token:abc@github.com/acme/shop.git", "https://github.com/acme/shop"),
+        ("ssh://git@github.com/acme/shop.git", "https://github.com/acme/shop"),
+        ("https://gitlab.com/acme/shop.git", None),
+        ("/srv/git/shop.git", None),
+    ],
+)
+def test_github_url_from_a_remote(url: str, expected: str | None) -> None:
+    from spider.remote import github_url
+
+    assert github_url(url) == expected

@@ -13,7 +13,7 @@ from spider.features import HEAD_FEATURES as FEATURES
 from spider.features import head_features as item_features
 from spider.index import Index, build_index
 from spider.locate import locate
-from spider.models import Issue
+from spider.models import Hit, Issue, Reason
 from spider.rerank import RerankWeights, default_weights, rerank_head
 from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
@@ -113,12 +113,15 @@ def test_rerank_keeps_the_top_k_and_sorts_it_by_the_model(index: Index) -> None:
     assert {h.id for h in off.hits} == {h.id for h in on.hits} and len(on.hits) == 4
     # a hit's reason shows the rank the reader sees; where the head model moved it, the
     # fused rank it came from is in the detail
-    fused = {h.id: h.reasons[0].rank for h in off.hits}
+    def ranker(hit: Hit) -> Reason:
+        return next(r for r in hit.reasons if r.technical)
+
+    fused = {h.id: ranker(h).rank for h in off.hits}
     assert sorted(fused.values()) == [1, 2, 3, 4]
-    assert [h.reasons[0].rank for h in on.hits] == [1, 2, 3, 4]
+    assert [ranker(h).rank for h in on.hits] == [1, 2, 3, 4]
     for shown, h in enumerate(on.hits, start=1):
         moved = f"re-ranked from {fused[h.id]}"
-        assert (moved in (h.reasons[0].detail or "")) == (fused[h.id] != shown)
+        assert (moved in (ranker(h).detail or "")) == (fused[h.id] != shown)
 
 
 def test_shipped_weights_load_and_name_known_features() -> None:

@@ -100,6 +100,7 @@ def test_an_invokes_neighbour_outside_the_top_k_is_admitted_and_explained(index:
     assert hit.reasons[0].kind == "expand"
     assert hit.reasons[0].centre == "httpkit/session.py:Session.send"
     assert hit.reasons[0].edge == "invokes" and hit.reasons[0].hops == 1
+    assert hit.reasons[0].relation == "called by"
     summary = loc.expansion_summary()
     assert summary["admitted"] == 1 and loc.selector_calls == 1
     assert summary["centres"][0]["centre"] == "httpkit/session.py:Session.send"
@@ -107,6 +108,8 @@ def test_an_invokes_neighbour_outside_the_top_k_is_admitted_and_explained(index:
     loc.commit = SHA  # the fixture is a plain directory, not a git checkout
     body = render(build_view(loc, html_url="https://github.com/acme/httpkit", branch="main",
                              skip_label="spider:skip", app_name="spider-bot"))
-    assert "found via invokes from `Session.send`" in body
+    listed, details = body.split("How this list was made")
+    assert "called by `Session.send`, listed 1st" in listed
+    assert "found via invokes from `Session.send`" in details
     assert "and admitted 1" in body and "selector calls 1" in body
     assert loc.to_dict()["expansion"]["admitted"] == 1

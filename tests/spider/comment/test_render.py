@@ -19,13 +19,15 @@ def localization() -> Localization:
         commit=SHA,
         hits=[
             Hit("httpkit/session.py:Session.send", "httpkit/session.py", "Session.send", 5, 7, 0.91,
-                [Reason("hybrid", rank=1, score=0.91, detail="dense 2, BM25 1"),
-                 Reason("mention", detail="Session.send")]),
+                [Reason("mention", detail="Session.send"),
+                 Reason("terms", detail="timeout, send"), Reason("wording", rank=2),
+                 Reason("hybrid", rank=1, score=0.91, detail="dense 2, BM25 1")]),
             Hit("httpkit/headers.py:parse_header", "httpkit/headers.py", "parse_header", 1, 4, 0.5,
                 [Reason("expand", centre="httpkit/session.py:Session.send", edge="invokes",
-                        hops=1), Reason("hybrid", rank=31, detail="dense 40, BM25 12")]),
+                        hops=1, relation="called by"),
+                 Reason("hybrid", rank=31, detail="dense 40, BM25 12")]),
             Hit("httpkit/cookies.py:parse_cookie", "httpkit/cookies.py", "parse_cookie", 1, 1, 0.2,
-                [Reason("traceback")]),
+                [Reason("traceback", detail="httpkit/cookies.py:12"), Reason("hybrid", rank=2)]),
         ],
         settings={"k": 3, "first_stage": "hybrid", "signals": True, "rerank": True,
                   "selector": "offline", "edges": ["contains", "invokes"], "pool": 500},
@@ -61,7 +63,7 @@ def test_golden_comment() -> None:
 def test_golden_comment_with_notes() -> None:
     notes = ["`.github/spider.yml` was ignored because `k`: Input should be less than or equal to 50; "
              "the defaults were used.", "`/spider`: ignored `foo=1`: known options are k and edges."]
-    check_golden("comment_with_notes.md", comment(notes=notes, config_found=False))
+    check_golden("comment_with_notes.md", comment(notes=notes, config_found=False, shown=2))
 
 
 def test_permalinks_point_at_the_full_sha_and_line_range() -> None:
@@ -70,6 +72,39 @@ def test_permalinks_point_at_the_full_sha_and_line_range() -> None:
     assert f"({URL}/blob/{SHA}/httpkit/session.py#L5-L7)" in body
     assert f"({URL}/blob/{SHA}/httpkit/cookies.py#L1)" in body
     assert body.count(f"/blob/{SHA}/") == 3
+
+
+def test_plain_words_in_the_list_numbers_in_the_details() -> None:
+    body = comment()
+    listed = body.split("<details>")[0]
+    assert ("`Session.send` is named in the issue; matches the issue's terms (`timeout`, `send`); "
+            "close to the issue's wording") in listed
+    assert "called by `Session.send`, listed 1st" in listed
+    assert 'in the traceback (`File "httpkit/cookies.py", line 12`)' in listed
+    assert "rank" not in listed and "BM25" not in listed
+    details = body.split("How this list was made")[1]
+    assert "2. `parse_header`: found via invokes from `Session.send`; hybrid rank 31" in details
+    assert "1. `Session.send`: hybrid rank 1 (dense 2, BM25 1)" in details
+
+
+def test_the_first_few_in_full_the_rest_collapsed() -> None:
+    body = comment(shown=1)
+    head, rest = body.split("<summary>2 more candidates</summary>")
+    assert "1. [`Session.send`]" in head and "[`parse_header`]" not in head
+    assert "2. [`parse_header`]" in rest.split("</details>")[0]
+    assert "3. [`parse_cookie`]" in rest.split("</details>")[0]
+    assert "more candidate" not in comment()  # 3 hits, 5 shown: nothing collapsed
+
+
+def test_a_weak_first_match_is_said_in_one_line() -> None:
+    loc = localization()
+    assert "best match is weak" not in comment()  # no calibrated estimate: no claim
+    loc.confidence = 0.08
+    body = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
+    assert "> The best match is weak: an estimated 8% chance that the first function" in body
+    loc.confidence = 0.4
+    body = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
+    assert "best match is weak" not in body
 
 
 def test_reasons_in_words() -> None:
@@ -84,7 +119,9 @@ def test_reasons_in_words() -> None:
         "`Session.send` is named in the issue"
     assert reason_words(Reason("mention", detail="file: a/b.py")) == \
         "in `a/b.py`, a file named in the issue"
-    assert reason_words(Reason("traceback", detail="a.py:12")) == "in the traceback (`a.py:12`)"
+    assert reason_words(Reason("traceback", detail="a.py:12")) == \
+        'in the traceback (`File "a.py", line 12`)'
+    assert reason_words(Reason("traceback", detail="src/a.go:12")) == "in the traceback (`src/a.go:12`)"
 
 
 def test_hostile_repository_content_is_inert() -> None:
