@@ -154,7 +154,7 @@ def test_locate_markdown_prints_the_apps_comment(repo: Path, tmp_path: Path) -> 
     # the same comment the app renders from the same localization
     data = json.loads(_spider("locate", str(clone), "--issue", ISSUE, "--k", "3", "--json",
                               cache=tmp_path / "cache").stdout)
-    assert [h["id"] for h in data["hits"]][0] == "shop/cart.py:Cart.add_item"
+    assert data["hits"][0]["id"] == "shop/cart.py:Cart.add_item"
 
     # no GitHub remote: a clear error naming the way out
     _git(clone, "remote", "set-url", "origin", "https://example.com/acme/shop.git")
