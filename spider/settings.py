@@ -19,8 +19,11 @@ FirstStage = Literal["dense", "bm25", "hybrid"]
 
 EXPANDABLE_EDGES: frozenset[str] = frozenset({"contains", "invokes"})
 
-DEFAULT_EXCLUDES: tuple[str, ...] = (
-    # tests: the bot points at code to fix, and the benchmark's ground truth excludes them
+# Default exclusions by category (the category is the skip reason the graph's stats count).
+# GitHub Linguist's vendored/generated/documentation rules, .gitattributes and the
+# python-package rule come on top of these (spider/graph/exclusions.py, linguist.yml).
+TEST_EXCLUDES: tuple[str, ...] = (
+    # the bot points at code to fix, and the benchmark's ground truth excludes tests
     "**/test/**",
     "**/tests/**",
     "**/testing/**",
@@ -39,27 +42,35 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
     "**/*Tests.cs",
     "**/*_spec.rb",
     "**/*Test.php",
-    # vendored and build output
-    "**/node_modules/**",
-    "**/vendor/**",
-    "**/third_party/**",
-    "**/thirdparty/**",
+)
+BUILD_EXCLUDES: tuple[str, ...] = (
+    # build output (Linguist counts dist/ as vendored; `-linguist-vendored` lifts these)
     "**/dist/**",
     "**/build/**",
     "**/target/**",
     "**/out/**",
     "**/.git/**",
+)
+VENDORED_EXCLUDES: tuple[str, ...] = (
+    "**/node_modules/**",
+    "**/vendor/**",
+    "**/third_party/**",
+    "**/thirdparty/**",
     "**/site-packages/**",
     "**/bower_components/**",
-    # minified and generated
     "**/*.min.js",
     "**/*.min.mjs",
     "**/*.bundle.js",
+)
+GENERATED_EXCLUDES: tuple[str, ...] = (
     "**/*_pb2.py",
     "**/*.pb.go",
     "**/*.generated.*",
     "**/*.g.cs",
     "**/*.d.ts",
+)
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    TEST_EXCLUDES + BUILD_EXCLUDES + VENDORED_EXCLUDES + GENERATED_EXCLUDES
 )
 
 

@@ -21,6 +21,13 @@ from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_language
 
 from spider.errors import NoSourceFiles
+from spider.graph.exclusions import (
+    SKIP_GENERATED,
+    PathRules,
+    attributes_by_directory,
+    generated_by_content,
+    gitattributes_paths,
+)
 from spider.graph.extract import (
     FileOutline,
     ParseFailure,
@@ -29,7 +36,6 @@ from spider.graph.extract import (
     load_query,
     parse_source,
 )
-from spider.graph.globs import GlobSet
 from spider.graph.languages import LanguageSpec, has_cpp_sources, spec_for_path
 from spider.graph.model import CodeGraph, NodeInfo, ParseStats
 from spider.graph.resolve import link
@@ -38,8 +44,9 @@ from spider.source import SourceTree
 
 log = logging.getLogger(__name__)
 
-# Reasons a file is skipped (keys of ParseStats.skipped).
-SKIP_EXCLUDED = "excluded"
+# Reasons a file is skipped (keys of ParseStats.skipped); the path rules' reasons
+# (excluded, not_included, tests, linguist-attr, build, vendored, generated,
+# documentation) are in spider.graph.exclusions.
 SKIP_TOO_LARGE = "too_large"
 SKIP_BINARY = "binary"
 SKIP_MINIFIED = "minified"
@@ -61,6 +68,7 @@ ProgressFn = Callable[[int, int], None]
 class _Planned:
     path: str
     spec: LanguageSpec
+    content_exempt: bool = False  # include / -linguist-generated: no generated-content check
 
 
 def build_graph(
@@ -116,42 +124,36 @@ def _plan(
     listing = source.files()
     stats.skipped.update(getattr(source, "skipped", {}))  # symlinks, submodules, unsafe paths
     headers_are_cpp = has_cpp_sources([f.path for f in listing])
-    rules = _path_rules(settings)
+    rules = path_rules(source, settings, [f.path for f in listing])
     plan: list[_Planned] = []
     unsupported = 0
     for f in sorted(listing, key=lambda f: f.path):
         spec = spec_for_path(f.path, headers_are_cpp=headers_are_cpp)
         if spec is None:
             unsupported += 1
-        elif (reason := rules(f.path)) is not None:
+        elif (reason := rules.reason(f.path)) is not None:
             stats.skipped[reason] += 1
         elif f.size > settings.max_file_bytes:
             stats.skipped[SKIP_TOO_LARGE] += 1
         else:
-            plan.append(_Planned(f.path, spec))
+            plan.append(_Planned(f.path, spec, rules.content_exempt(f.path)))
     return plan, unsupported
 
 
-def _path_rules(settings: EngineSettings) -> Callable[[str], str | None]:
-    """The reason a path is left out by the exclusion/include settings, or None."""
-    excludes = GlobSet(settings.exclusion_globs())
-    includes = GlobSet(settings.include)
-
-    def reason(path: str) -> str | None:
-        if excludes.matches(path) or (includes and not includes.matches(path)):
-            return SKIP_EXCLUDED
-        return None
-
-    return reason
+def path_rules(source: SourceTree, settings: EngineSettings, paths: list[str]) -> PathRules:
+    """The exclusion rules of one tree: settings, built-in rules and its .gitattributes."""
+    attr_files = gitattributes_paths(paths)
+    texts = attributes_by_directory(source.read_many(attr_files)) if attr_files else {}
+    return PathRules(settings, paths, texts)
 
 
 def exclusion_reasons(
     source: SourceTree, settings: EngineSettings, paths: list[str]
 ) -> dict[str, str]:
-    """Why each of ``paths`` would be left out of the graph (a skip reason), for the paths
-    an exclusion rule leaves out; paths that would be parsed are absent."""
-    rules = _path_rules(settings)
-    return {p: r for p in paths if (r := rules(p)) is not None}
+    """Why each of ``paths`` would be left out of the graph by a path rule (the skip
+    reason); paths the rules keep are absent."""
+    rules = path_rules(source, settings, [f.path for f in source.files()])
+    return {p: r for p in paths if (r := rules.reason(p)) is not None}
 
 
 # -- parsing ----------------------------------------------------------------------------
@@ -164,18 +166,21 @@ def _parse_all(
     stats: ParseStats,
     progress: ProgressFn | None,
 ) -> list[FileOutline]:
-    spec_of = {p.path: p.spec for p in plan}
+    spec_of = {p.path: p for p in plan}
     parsers: dict[str, Parser] = {}
     outlines: list[FileOutline] = []
     total, done = len(plan), 0
     for path, data in source.read_many([p.path for p in plan]):
-        spec = spec_of.get(path)
-        if spec is None:
+        planned = spec_of.get(path)
+        if planned is None:
             continue
-        outline, reason = _parse_one(path, data, spec, settings, parsers)
+        if not planned.content_exempt and generated_by_content(data):
+            outline, reason = None, SKIP_GENERATED
+        else:
+            outline, reason = _parse_one(path, data, planned.spec, settings, parsers)
         if outline is not None:
             outlines.append(outline)
-            stats.parsed[spec.name] += 1
+            stats.parsed[planned.spec.name] += 1
         else:
             stats.skipped[reason] += 1
         done += 1
@@ -338,4 +343,5 @@ __all__ = [
     "content_skip_reason",
     "count_source_files",
     "exclusion_reasons",
+    "path_rules",
 ]

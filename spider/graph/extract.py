@@ -421,20 +421,26 @@ def _dedupe_names(items: list[_Item]) -> list[_Item]:
 def _drop_values(items: list[_Item]) -> list[_Item]:
     """A function that is the direct value of another function definition is that
     definition, not a nested one: ``const f = function g() {}`` is ``f``, not ``f.g``
-    (patterns that name a function expression by itself also match it there)."""
-    functions = {(it.start, it.end) for it in items if not it.is_scope and it.kind == "function"}
+    (patterns that name a function expression by itself also match it there).
 
-    def is_value(it: _Item) -> bool:
-        parent = it.node.parent
-        return (
-            not it.is_scope
-            and it.kind == "function"
-            and parent is not None
-            and (parent.start_byte, parent.end_byte) in functions
-            and (parent.start_byte, parent.end_byte) != (it.start, it.end)
-        )
-
-    return [it for it in items if not is_value(it)]
+    Children are read downwards: ``Node.parent`` walks from the root, quadratic on the
+    deeply nested files this module must survive.
+    """
+    values: set[tuple[int, int]] = set()
+    for it in items:
+        if not it.is_scope and it.kind == "function":
+            values.update(
+                (c.start_byte, c.end_byte)
+                for c in it.node.named_children
+                if (c.start_byte, c.end_byte) != (it.start, it.end)
+            )
+    if not values:
+        return items
+    return [
+        it
+        for it in items
+        if it.is_scope or it.kind != "function" or (it.start, it.end) not in values
+    ]
 
 
 # -- outline ----------------------------------------------------------------------------

@@ -66,7 +66,8 @@ def test_every_skip_is_counted_by_reason(tmp_path: Path) -> None:
     cg = build(tmp_path, max_file_bytes=2000, max_line_chars=100)
     assert cg.stats.parsed == {"python": 2}
     assert cg.stats.skipped == {
-        "excluded": 2,
+        "tests": 1,
+        "vendored": 1,
         "too_large": 1,
         "binary": 1,
         "minified": 2,
@@ -95,7 +96,7 @@ def test_include_and_extra_excludes(tmp_path: Path) -> None:
     )
     cg = build(tmp_path, include=["src/**"], exclude=["**/gen/**"])
     assert set(definitions(cg)) == {"src/a.py:a"}
-    assert cg.stats.skipped == {"excluded": 2}
+    assert cg.stats.skipped == {"excluded": 1, "not_included": 1}
     assert not build(tmp_path, exclude_tests=False).stats.skipped
 
 

@@ -61,7 +61,7 @@ def test_edges(cg: CodeGraph) -> None:
 
 def test_stats(cg: CodeGraph) -> None:
     assert cg.stats.parsed == {"go": 3}
-    assert cg.stats.skipped == {"excluded": 1}
+    assert cg.stats.skipped == {"tests": 1}
 
 
 def test_methods_attach_to_their_receiver_type(cg: CodeGraph) -> None:

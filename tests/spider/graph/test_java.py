@@ -89,4 +89,4 @@ def test_edges(cg: CodeGraph) -> None:
 
 def test_stats(cg: CodeGraph) -> None:
     assert cg.stats.parsed == {"java": 4}
-    assert cg.stats.skipped == {"excluded": 1}
+    assert cg.stats.skipped == {"tests": 1}

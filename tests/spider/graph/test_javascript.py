@@ -80,7 +80,7 @@ def test_edges(cg: CodeGraph) -> None:
 
 def test_stats(cg: CodeGraph) -> None:
     assert cg.stats.parsed == {"javascript": 3}
-    assert cg.stats.skipped == {"excluded": 1}
+    assert cg.stats.skipped == {"vendored": 1}
 
 
 def test_members_and_their_containers(cg: CodeGraph) -> None:

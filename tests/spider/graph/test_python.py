@@ -135,7 +135,7 @@ def test_attributes(cg: CodeGraph) -> None:
 def test_tests_are_excluded_and_counted(cg: CodeGraph) -> None:
     assert "app/tests/test_models.py" not in cg.g
     assert cg.stats.parsed == {"python": 12}
-    assert cg.stats.skipped == {"excluded": 1}
+    assert cg.stats.skipped == {"tests": 1}
 
 
 def test_max_candidates_setting() -> None:

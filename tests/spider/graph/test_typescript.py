@@ -73,7 +73,7 @@ def test_edges(cg: CodeGraph) -> None:
 
 def test_stats(cg: CodeGraph) -> None:
     assert cg.stats.parsed == {"typescript": 3}
-    assert cg.stats.skipped == {"excluded": 1}
+    assert cg.stats.skipped == {"vendored": 1}
 
 
 def test_tsx_and_declaration_files(cg: CodeGraph) -> None:
