@@ -29,7 +29,7 @@ from spider.source import GitSource, SourceTree
 
 log = logging.getLogger(__name__)
 
-GRAPH_CACHE_VERSION = "2"  # bump when extraction changes what a cached graph holds
+GRAPH_CACHE_VERSION = "3"  # bump when extraction changes what a cached graph holds
 GRAPH_SETTINGS = (
     "invokes_max_candidates",
     "max_file_bytes",
