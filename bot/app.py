@@ -205,6 +205,8 @@ def _handle(bot: BotState, event: str, payload: dict[str, Any], delivery: str) -
     except Exception as exc:
         bot.ledger.release(delivery)
         raise QueueUnavailable(f"enqueue failed: {type(exc).__name__}") from exc
+    if not bot.ledger.confirm(delivery):
+        log.warning("delivery id not remembered for long: Redis failed after the enqueue")
     log.info("job queued", extra={"repo": job.repo, "issue": job.issue_number, "trigger": job.trigger})
     return {"status": "queued", "task_id": task_id}
 

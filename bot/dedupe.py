@@ -1,4 +1,11 @@
-"""Remember webhook deliveries in Redis so a redelivered ``X-GitHub-Delivery`` runs once."""
+"""Remember webhook deliveries in Redis so a redelivered ``X-GitHub-Delivery`` runs once.
+
+The key is the ``X-GitHub-Delivery`` guid, which a redelivery keeps (only the delivery's
+numeric id in GitHub's list changes). A claim is first short-lived (``PENDING_TTL_S``) and
+is made long (the retention of redeliveries) once the job is queued: if Redis fails
+between the claim and the enqueue, and the release fails too, the claim lapses by itself
+and a redelivery of the same guid is queued instead of being answered ``duplicate``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import redis
 from bot.errors import MalformedPayload, QueueUnavailable
 
 KEY_PREFIX = "spider:delivery:"
+PENDING_TTL_S = 120  # far longer than a claim-to-enqueue (publishing gives up within seconds)
 _DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,100}$")  # GitHub sends a GUID
 
 
@@ -30,9 +38,19 @@ class DeliveryLedger:
     def claim(self, delivery_id: str) -> bool:
         """True the first time a delivery id is seen within the TTL, False afterwards."""
         try:
-            return bool(self._redis.set(KEY_PREFIX + delivery_id, "1", nx=True, ex=self._ttl_s))
+            return bool(self._redis.set(KEY_PREFIX + delivery_id, "1", nx=True,
+                                        ex=min(PENDING_TTL_S, self._ttl_s)))
         except redis.RedisError as exc:
             raise QueueUnavailable(f"redis: {type(exc).__name__}") from exc
+
+    def confirm(self, delivery_id: str) -> bool:
+        """The job is queued: remember the claim for the whole TTL. False if Redis failed
+        (the job is queued all the same; a later redelivery would run it again, and a job
+        is idempotent: it edits its one comment)."""
+        try:
+            return bool(self._redis.set(KEY_PREFIX + delivery_id, "1", xx=True, ex=self._ttl_s))
+        except redis.RedisError:
+            return False
 
     def release(self, delivery_id: str) -> None:
         """Forget a claim so a redelivery can run (best effort)."""

@@ -33,6 +33,8 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "spider_jobs": ("Jobs by outcome (created, updated, unchanged, skipped, too_large, failed, "
                     "retried, deferred)", ("outcome",)),
     "spider_github_calls": ("GitHub API calls by HTTP status (or timeout, error)", ("status",)),
+    "spider_redeliveries": ("Failed webhook deliveries GitHub was asked to redeliver, by outcome "
+                            "(requested, succeeded, given_up)", ("outcome",)),
 }
 HISTOGRAMS: dict[str, str] = {
     "spider_job_seconds": "Seconds per job attempt, from start to outcome",

@@ -16,9 +16,11 @@ import logging
 from typing import Any
 
 from celery import Celery, signals
+from kombu import Queue
 
 from contract import logs
 from contract.broker import celery_conf
+from contract.jobs import FIX_QUEUE, FIX_TASK_NAME, QUEUE
 from contract.settings import AppSettings, SettingsError, get_settings
 
 RESULT_TTL_S = 24 * 3600  # outcomes are kept a day, for the replay command and debugging
@@ -44,6 +46,9 @@ def make_celery(settings: AppSettings) -> Celery:
         worker_max_tasks_per_child=MAX_TASKS_PER_CHILD,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
+        # issue jobs and scoring jobs: a plain worker takes both, `-Q spider` only issues
+        task_queues=(Queue(QUEUE), Queue(FIX_QUEUE)),
+        task_routes={FIX_TASK_NAME: {"queue": FIX_QUEUE}},
     )
     return app
 
@@ -68,3 +73,26 @@ def _check_settings(**_: Any) -> None:
         log.critical("worker cannot start: %s", exc)
         raise SystemExit(2) from exc  # Celery logs and swallows Exceptions raised here
     log.info("worker settings checked")
+
+
+_redelivery: list[Any] = []  # the redelivery timer of this worker's main process
+
+
+@signals.worker_ready.connect
+def _start_redelivery(sender: Any = None, **_: Any) -> None:
+    """Start the redelivery timer (worker/redeliver.py) in the worker's main process; one
+    worker of the fleet runs at a time (a Redis lock)."""
+    settings = get_settings()
+    if not settings.redeliver_enabled or _redelivery:
+        return
+    from worker.redeliver import RedeliveryTimer
+
+    timer = RedeliveryTimer(settings, owner=str(getattr(sender, "hostname", "") or "worker"))
+    timer.start()
+    _redelivery.append(timer)
+
+
+@signals.worker_shutdown.connect
+def _stop_redelivery(**_: Any) -> None:
+    for timer in _redelivery:
+        timer.stop()

@@ -33,7 +33,6 @@ import redis
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.signature import sign
 from spider_devkit.fake_github import FakeGitHub
 
 APP_ID = 4242
@@ -212,6 +211,10 @@ class DevStack:
         self.process_env = env
         sock = free_socket()
         self.bot_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        # the app's webhook as registered on GitHub: deliveries go through the fake, which
+        # records them (and can redeliver them) as GitHub does
+        self.fake.webhook_url = self.bot_url + "/webhook"
+        self.fake.webhook_secret = self.secret
         self._spawn("bot", [sys.executable, "-m", "uvicorn", "bot.app:app", "--fd",
                             str(sock.fileno()), "--log-level", "warning", "--no-access-log"],
                     pass_fds=(sock.fileno(),))
@@ -311,23 +314,15 @@ class DevStack:
 
     def deliver(self, event: str, payload: dict[str, Any] | bytes, *, delivery_id: str | None = None,
                 secret: str | None = None) -> httpx.Response:
-        """POST a webhook to the bot, signed with the stack's secret (or ``secret``)."""
-        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        headers = {
-            "content-type": "application/json",
-            "x-github-event": event,
-            "x-github-delivery": delivery_id or str(uuid.uuid4()),
-            "x-hub-signature-256": sign(secret or self.secret, body),
-            "user-agent": "GitHub-Hookshot/devstack",
-        }
-        return httpx.post(self.bot_url + "/webhook", content=body, headers=headers, timeout=10)
+        """Have the fake GitHub deliver a webhook to the bot, signed with the stack's secret
+        (or ``secret``); the fake records it, so it can list and redeliver it."""
+        return self.fake.send_webhook(event, payload, guid=delivery_id, secret=secret)
 
     def result(self, task_id: str, timeout: float = 180.0) -> dict[str, Any]:
         """Wait for a task's outcome (the dict ``localize_issue`` returns)."""
-        from contract.settings import AppSettings
         from worker.celery_app import make_celery
 
-        app = make_celery(AppSettings(redis_url=self.redis_url or ""))
+        app = make_celery(self.settings())
         try:
             deadline = time.monotonic() + timeout
             res = app.AsyncResult(task_id)
@@ -346,8 +341,18 @@ class DevStack:
             app.close()
 
     def redis_client(self) -> redis.Redis:
-        """A client of the stack's Redis."""
-        return redis.Redis.from_url(self.redis_url or "")
+        """A client of the stack's Redis (its master, when it is a Sentinel URL)."""
+        from contract.redis_client import redis_client
+
+        return redis_client(self.settings(), timeout_s=10)
+
+    def settings(self) -> Any:
+        """AppSettings reaching the stack's Redis as its processes do (Sentinel included)."""
+        from contract.settings import AppSettings
+
+        master = self.env.get("SPIDER_REDIS_SENTINEL_MASTER")
+        extra = {"redis_sentinel_master": master} if master else {}
+        return AppSettings(redis_url=self.redis_url or "", **extra)
 
     def log_records(self, name: str) -> list[dict[str, Any]]:
         """The JSON lines of a component's log (other lines are left out)."""

@@ -8,26 +8,39 @@ inject failures for the next matching requests: any status with any headers (a 5
 secondary rate limit with ``retry-after``, a 429 without one), a delay longer than the
 client's timeout, or a real answer that is lost on the way back. File contents are read
 from the local git repository registered for each repository.
+
+It also plays GitHub's side of the app's webhook: :meth:`FakeGitHub.send_webhook` signs and
+POSTs a delivery to the app's URL and records it as GitHub does (id, guid, status code,
+duration), ``GET /app/hook/deliveries`` lists those records (newest first, cursor pages via
+``Link``), and ``POST /app/hook/deliveries/{id}/attempts`` answers 202 and then sends the
+recorded payload again, signed with the current secret, with the same ``X-GitHub-Delivery``
+guid, as a new delivery marked ``redelivery``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
+import hmac
+import json
 import re
 import secrets
 import socket
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import jwt
 import uvicorn
 from fastapi import FastAPI, Request
@@ -93,6 +106,53 @@ class FakeComment:
 
 
 @dataclass
+class FakePull:
+    """A pull request: its files (REST ``DiffEntry`` fields: ``filename``, ``status``,
+    ``patch``, ``previous_filename``), commit messages and, when set, what GraphQL's
+    ``closingIssuesReferences`` lists (None: GraphQL refuses, as for a token without it)."""
+
+    repo: str
+    number: int
+    title: str
+    body: str | None
+    base_sha: str
+    head_sha: str
+    merged: bool = True
+    state: str = "closed"
+    files: list[dict[str, Any]] = field(default_factory=list)
+    commits: list[str] = field(default_factory=list)
+    closing_issues: list[int] | None = None
+    user: str = "contributor"
+
+
+def files_from_diff(diff: str) -> list[dict[str, Any]]:
+    """A git diff split into REST pull-request files (``filename``, ``status``, ``patch``)."""
+    out: list[dict[str, Any]] = []
+    for chunk in re.split(r"(?m)^(?=diff --git )", diff):
+        if not chunk.startswith("diff --git "):
+            continue
+        old = re.search(r"(?m)^--- (?:a/)?(.+?)\t?$", chunk)
+        new = re.search(r"(?m)^\+\+\+ (?:b/)?(.+?)\t?$", chunk)
+        at = chunk.find("\n@@")
+        old_path = old.group(1) if old else None
+        new_path = new.group(1) if new else None
+        status = "modified"
+        if old_path == "/dev/null":
+            status, old_path = "added", None
+        elif new_path == "/dev/null":
+            status, new_path = "removed", None
+        elif old_path != new_path:
+            status = "renamed"
+        entry: dict[str, Any] = {"filename": new_path or old_path, "status": status}
+        if at >= 0:
+            entry["patch"] = chunk[at + 1:].rstrip("\n")
+        if status == "renamed":
+            entry["previous_filename"] = old_path
+        out.append(entry)
+    return out
+
+
+@dataclass
 class Injection:
     """Answer the next ``times`` requests matching method and path with this response."""
 
@@ -104,6 +164,40 @@ class Injection:
     times: int
     apply: bool  # run the real handler first (the change happens, the answer is lost)
     delay_s: float = 0.0  # wait this long before answering (past the client's timeout)
+
+
+@dataclass
+class FakeDelivery:
+    """One webhook delivery the fake sent to the app, recorded as GitHub records it."""
+
+    id: int
+    guid: str
+    event: str
+    action: str | None
+    installation_id: int | None
+    repository_id: int | None
+    body: bytes
+    redelivery: bool
+    delivered_at: str
+    duration: float = 0.0
+    status_code: int = 0  # 0: no HTTP answer (refused, timed out)
+    status: str = ""
+    answer: dict[str, Any] | None = None  # the app's JSON answer, when it gave one
+
+    @property
+    def ok(self) -> bool:
+        """Whether the app answered 2xx."""
+        return 200 <= self.status_code < 300
+
+    def item_json(self) -> dict[str, Any]:
+        """The shape of one item of ``GET /app/hook/deliveries``."""
+        return {
+            "id": self.id, "guid": self.guid, "delivered_at": self.delivered_at,
+            "redelivery": self.redelivery, "duration": self.duration, "status": self.status,
+            "status_code": self.status_code, "event": self.event, "action": self.action,
+            "installation_id": self.installation_id, "repository_id": self.repository_id,
+            "throttled_at": None,
+        }
 
 
 @dataclass(frozen=True)
@@ -133,10 +227,18 @@ class FakeGitHub:
         self.repos: dict[str, FakeRepo] = {}
         self.issues: dict[tuple[str, int], FakeIssue] = {}
         self.comments: dict[int, FakeComment] = {}
+        self.pulls: dict[tuple[str, int], FakePull] = {}
         self.calls: list[Call] = []
         self._injections: list[Injection] = []
         self._tokens: dict[str, float] = {}
         self._next_id = 1000
+        # the app's webhook, as registered on GitHub (the dev stack sets them)
+        self.webhook_url = ""
+        self.webhook_secret = ""
+        self.webhook_timeout_s = 10.0  # GitHub gives up on an answer after 10 s
+        self.deliveries: list[FakeDelivery] = []
+        self._next_delivery_id = 90_000_000
+        self._redelivery_threads: list[threading.Thread] = []
         self.base_url = ""  # set by serve()
         self.app = self._build_app()
 
@@ -167,6 +269,14 @@ class FakeGitHub:
                                   user_type=user_type, association=association)
             self.comments[comment.id] = comment
             return comment
+
+    def add_pull(self, repo: str, number: int, title: str, body: str | None, *,
+                 base_sha: str, head_sha: str | None = None, **kw: Any) -> FakePull:
+        """Create or replace a pull request (see :class:`FakePull` for ``kw``)."""
+        with self._lock:
+            pull = FakePull(repo, number, title, body, base_sha, head_sha or base_sha, **kw)
+            self.pulls[(repo, number)] = pull
+            return pull
 
     def inject(self, method: str, path_pattern: str, status: int | None, *, times: int = 1,
                headers: dict[str, str] | None = None, body: dict[str, Any] | None = None,
@@ -204,6 +314,86 @@ class FakeGitHub:
         self._next_id += 1
         return self._next_id
 
+    # --- the app's webhook ---
+
+    def send_webhook(self, event: str, payload: dict[str, Any] | bytes, *,
+                     guid: str | None = None, secret: str | None = None,
+                     redelivery: bool = False) -> httpx.Response:
+        """Sign and POST a delivery to the app's webhook URL and record it as GitHub does.
+        ``secret`` overrides the registered one (a wrong signature); transport errors are
+        recorded with status code 0 and raised."""
+        if not self.webhook_url:
+            raise RuntimeError("no webhook URL registered on the fake")
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        guid = guid or str(uuid.uuid4())
+        key = (secret if secret is not None else self.webhook_secret).encode()
+        headers = {
+            "content-type": "application/json",
+            "x-github-event": event,
+            "x-github-delivery": guid,
+            "x-github-hook-installation-target-type": "integration",
+            "x-hub-signature-256": "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest(),
+            "user-agent": "GitHub-Hookshot/fake",
+        }
+        meta = _delivery_meta(body)
+        with self._lock:
+            self._next_delivery_id += 1
+            record = FakeDelivery(self._next_delivery_id, guid, event, meta[0], meta[1], meta[2],
+                                  body, redelivery, _now())
+        started = time.perf_counter()
+        try:
+            response = httpx.post(self.webhook_url, content=body, headers=headers,
+                                  timeout=self.webhook_timeout_s)
+        except httpx.HTTPError as exc:
+            record.status = ("timed out" if isinstance(exc, httpx.TimeoutException)
+                             else "failed to connect to host")
+            raise
+        else:
+            record.status_code = response.status_code
+            record.status = ("OK" if record.ok
+                             else f"Invalid HTTP Response: {response.status_code}")
+            with contextlib.suppress(ValueError):
+                answer = response.json()
+                record.answer = answer if isinstance(answer, dict) else None
+            return response
+        finally:
+            record.duration = round(time.perf_counter() - started, 3)
+            with self._lock:
+                self.deliveries.append(record)
+
+    def deliveries_of(self, guid: str) -> list[FakeDelivery]:
+        """Every attempt of one delivery (the first and its redeliveries), oldest first."""
+        with self._lock:
+            return [d for d in self.deliveries if d.guid == guid]
+
+    def redeliver(self, delivery_id: int) -> bool:
+        """What ``POST /app/hook/deliveries/{id}/attempts`` does: send the recorded payload
+        again in the background; False when no such delivery was recorded."""
+        with self._lock:
+            original = next((d for d in self.deliveries if d.id == delivery_id), None)
+        if original is None:
+            return False
+
+        def send() -> None:
+            with contextlib.suppress(httpx.HTTPError):  # recorded as failed
+                self.send_webhook(original.event, original.body, guid=original.guid,
+                                  redelivery=True)
+
+        thread = threading.Thread(target=send, daemon=True, name=f"redeliver-{delivery_id}")
+        with self._lock:
+            self._redelivery_threads = [t for t in self._redelivery_threads if t.is_alive()]
+            self._redelivery_threads.append(thread)
+        thread.start()
+        return True
+
+    def wait_for_redeliveries(self, timeout_s: float = 30.0) -> None:
+        """Wait until every redelivery asked for so far has been sent and answered."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            threads = list(self._redelivery_threads)
+        for t in threads:
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
+
     # --- GitHub-shaped bodies ---
 
     def _user(self, login: str, kind: str = "User") -> dict[str, Any]:
@@ -224,8 +414,9 @@ class FakeGitHub:
             "id": self.app_id, "slug": self.app_slug, "node_id": "A_1", "owner": self._user("spider-org", "Organization"),
             "name": "spider-bot", "description": "", "external_url": "https://example.invalid",
             "html_url": f"{HTML_ROOT}/apps/{self.app_slug}", "created_at": _now(), "updated_at": _now(),
-            "permissions": {"issues": "write", "contents": "read", "metadata": "read"},
-            "events": ["issues", "issue_comment"],
+            "permissions": {"issues": "write", "contents": "read", "metadata": "read",
+                            "pull_requests": "read"},
+            "events": ["issues", "issue_comment", "pull_request"],
         }
 
     def _repo_json(self, repo: FakeRepo) -> dict[str, Any]:
@@ -271,6 +462,83 @@ class FakeGitHub:
                                     "diff_url": None, "patch_url": None}
         return body
 
+    def _pull_json(self, pr: FakePull) -> dict[str, Any]:
+        api = f"{self.base_url}/repos/{pr.repo}/pulls/{pr.number}"
+        issue_api = f"{self.base_url}/repos/{pr.repo}/issues/{pr.number}"
+        html = f"{HTML_ROOT}/{pr.repo}/pull/{pr.number}"
+        repo = self.repos.get(pr.repo)
+        repo_json = self._repo_json(repo) if repo else None
+        owner = pr.repo.split("/")[0]
+
+        def end(ref: str, sha: str) -> dict[str, Any]:
+            return {"label": f"{owner}:{ref}", "ref": ref, "sha": sha, "repo": repo_json,
+                    "user": self._user(owner, "Organization")}
+
+        link = {"href": api}
+        closed = _now() if pr.state == "closed" else None
+        additions = sum(str(f.get("patch", "")).count("\n+") for f in pr.files)
+        deletions = sum(str(f.get("patch", "")).count("\n-") for f in pr.files)
+        return {
+            "url": api, "id": 50_000 + pr.number, "node_id": f"PR_{pr.number}", "html_url": html,
+            "diff_url": html + ".diff", "patch_url": html + ".patch", "issue_url": issue_api,
+            "commits_url": api + "/commits", "review_comments_url": api + "/comments",
+            "review_comment_url": f"{self.base_url}/repos/{pr.repo}/pulls/comments{{/number}}",
+            "comments_url": issue_api + "/comments",
+            "statuses_url": f"{self.base_url}/repos/{pr.repo}/statuses/{pr.head_sha}",
+            "number": pr.number, "state": pr.state, "locked": False, "title": pr.title,
+            "user": self._user(pr.user), "body": pr.body, "labels": [], "milestone": None,
+            "active_lock_reason": None, "created_at": _now(), "updated_at": _now(),
+            "closed_at": closed, "merged_at": closed if pr.merged else None,
+            "merge_commit_sha": pr.head_sha if pr.merged else None, "assignee": None,
+            "assignees": [], "requested_reviewers": [], "requested_teams": [],
+            "head": end(f"fix-{pr.number}", pr.head_sha),
+            "base": end(repo.default_branch if repo else "main", pr.base_sha),
+            "_links": {"self": link, "html": {"href": html}, "issue": {"href": issue_api},
+                       "comments": {"href": issue_api + "/comments"},
+                       "review_comments": {"href": api + "/comments"},
+                       "review_comment": {"href": api + "/comments{/number}"},
+                       "commits": {"href": api + "/commits"},
+                       "statuses": {"href": f"{self.base_url}/repos/{pr.repo}/statuses/{pr.head_sha}"}},
+            "author_association": "CONTRIBUTOR", "auto_merge": None, "draft": False,
+            "merged": pr.merged, "mergeable": None, "rebaseable": None,
+            "mergeable_state": "unknown", "merged_by": self._user("maintainer") if pr.merged else None,
+            "comments": 0, "review_comments": 0, "maintainer_can_modify": False,
+            "commits": len(pr.commits), "additions": additions, "deletions": deletions,
+            "changed_files": len(pr.files),
+        }
+
+    def _pull_file_json(self, pr: FakePull, f: dict[str, Any]) -> dict[str, Any]:
+        name = str(f["filename"])
+        sha = hashlib.sha1(f"{pr.number}:{name}".encode()).hexdigest()
+        patch = f.get("patch")
+        body: dict[str, Any] = {
+            "sha": sha, "filename": name, "status": f.get("status", "modified"),
+            "additions": str(patch or "").count("\n+"), "deletions": str(patch or "").count("\n-"),
+            "changes": str(patch or "").count("\n+") + str(patch or "").count("\n-"),
+            "blob_url": f"{HTML_ROOT}/{pr.repo}/blob/{pr.head_sha}/{name}",
+            "raw_url": f"{HTML_ROOT}/{pr.repo}/raw/{pr.head_sha}/{name}",
+            "contents_url": f"{self.base_url}/repos/{pr.repo}/contents/{name}?ref={pr.head_sha}",
+        }
+        if patch is not None:
+            body["patch"] = patch
+        if f.get("previous_filename"):
+            body["previous_filename"] = f["previous_filename"]
+        return body
+
+    def _pull_commit_json(self, pr: FakePull, i: int, message: str) -> dict[str, Any]:
+        sha = hashlib.sha1(f"{pr.repo}#{pr.number}/{i}".encode()).hexdigest()
+        api = f"{self.base_url}/repos/{pr.repo}/commits/{sha}"
+        who = {"name": pr.user, "email": f"{pr.user}@example.invalid", "date": _now()}
+        return {
+            "url": api, "sha": sha, "node_id": f"C_{sha[:8]}",
+            "html_url": f"{HTML_ROOT}/{pr.repo}/commit/{sha}", "comments_url": api + "/comments",
+            "commit": {"url": api, "author": who, "committer": who, "message": message,
+                       "comment_count": 0,
+                       "tree": {"sha": sha, "url": f"{self.base_url}/repos/{pr.repo}/git/trees/{sha}"}},
+            "author": self._user(pr.user), "committer": self._user(pr.user),
+            "parents": [],
+        }
+
     def _comment_json(self, c: FakeComment) -> dict[str, Any]:
         api = f"{self.base_url}/repos/{c.repo}/issues/comments/{c.id}"
         body: dict[str, Any] = {
@@ -313,6 +581,32 @@ class FakeGitHub:
                 "permissions": {"issues": "write", "contents": "read", "metadata": "read"},
                 "repository_selection": "all",
             }, 201)
+
+        @app.get("/app/hook/deliveries")
+        async def list_deliveries(request: Request, per_page: int = 30,
+                                  cursor: str | None = None) -> JSONResponse:
+            if not self._jwt_ok(request.headers.get("authorization", "")):
+                return JSONResponse({"message": "A JSON web token could not be decoded"}, 401)
+            per_page = max(1, min(per_page, 100))
+            with self._lock:
+                newest_first = sorted(self.deliveries, key=lambda d: d.id, reverse=True)
+            if cursor:  # opaque to clients: here, the id of the last item already shown
+                if not cursor.isdigit():
+                    return JSONResponse({"message": "Validation Failed"}, 422)
+                newest_first = [d for d in newest_first if d.id < int(cursor)]
+            chunk = newest_first[:per_page]
+            headers = {}
+            if len(newest_first) > per_page:
+                nxt = (f"{self.base_url}/app/hook/deliveries?per_page={per_page}"
+                       f"&cursor={quote(str(chunk[-1].id))}")
+                headers["link"] = f'<{nxt}>; rel="next"'
+            return JSONResponse([d.item_json() for d in chunk], headers=headers)
+
+        @app.post("/app/hook/deliveries/{delivery_id}/attempts")
+        async def redeliver(delivery_id: int, request: Request) -> JSONResponse:
+            if not self._jwt_ok(request.headers.get("authorization", "")):
+                return JSONResponse({"message": "A JSON web token could not be decoded"}, 401)
+            return JSONResponse({}, 202) if self.redeliver(delivery_id) else not_found()
 
         @app.get("/repos/{owner}/{name}")
         async def get_repo(owner: str, name: str) -> JSONResponse:
@@ -358,6 +652,67 @@ class FakeGitHub:
                 c.body = str(data["body"])
                 c.updated_at = _now()
                 return JSONResponse(self._comment_json(c))
+
+        def page_of(request: Request, items: list[Any], page: int,
+                    per_page: int) -> tuple[list[Any], dict[str, str]]:
+            per_page = max(1, min(per_page, 100))
+            chunk = items[(page - 1) * per_page: page * per_page]
+            headers = {}
+            if page * per_page < len(items):
+                nxt = request.url.include_query_params(page=page + 1, per_page=per_page)
+                headers["link"] = f'<{nxt}>; rel="next"'
+            return chunk, headers
+
+        @app.get("/repos/{owner}/{name}/pulls/{number}")
+        async def get_pull(owner: str, name: str, number: int) -> JSONResponse:
+            pr = self.pulls.get((f"{owner}/{name}", number))
+            return JSONResponse(self._pull_json(pr)) if pr else not_found()
+
+        @app.get("/repos/{owner}/{name}/pulls/{number}/files")
+        async def list_pull_files(owner: str, name: str, number: int, request: Request,
+                                  page: int = 1, per_page: int = 30) -> JSONResponse:
+            pr = self.pulls.get((f"{owner}/{name}", number))
+            if pr is None:
+                return not_found()
+            chunk, headers = page_of(request, pr.files, page, per_page)
+            return JSONResponse([self._pull_file_json(pr, f) for f in chunk], headers=headers)
+
+        @app.get("/repos/{owner}/{name}/pulls/{number}/commits")
+        async def list_pull_commits(owner: str, name: str, number: int, request: Request,
+                                    page: int = 1, per_page: int = 30) -> JSONResponse:
+            pr = self.pulls.get((f"{owner}/{name}", number))
+            if pr is None:
+                return not_found()
+            numbered = list(enumerate(pr.commits))
+            chunk, headers = page_of(request, numbered, page, per_page)
+            return JSONResponse([self._pull_commit_json(pr, i, m) for i, m in chunk],
+                                headers=headers)
+
+        @app.post("/graphql")
+        async def graphql(request: Request) -> JSONResponse:
+            data = await request.json()
+            v = data.get("variables") or {}
+            repo = f"{v.get('owner')}/{v.get('name')}"
+            query = str(data.get("query", ""))
+            refused = {"data": None, "errors": [{"type": "FORBIDDEN",
+                                                 "message": "Resource not accessible by integration"}]}
+            if "closingIssuesReferences" in query:
+                pr = self.pulls.get((repo, int(v.get("number", 0))))
+                if pr is None or pr.closing_issues is None:
+                    return JSONResponse(refused)
+                nodes = [{"number": n} for n in pr.closing_issues]
+                return JSONResponse({"data": {"repository": {"pullRequest": {
+                    "closingIssuesReferences": {"nodes": nodes}}}}})
+            if "closedByPullRequestsReferences" in query:
+                number = int(v.get("number", 0))
+                found = [p for p in self.pulls.values() if p.repo == repo
+                         and p.closing_issues is not None and number in p.closing_issues]
+                if not found:
+                    return JSONResponse(refused)
+                nodes = [{"number": p.number, "merged": p.merged} for p in found]
+                return JSONResponse({"data": {"repository": {"issue": {
+                    "closedByPullRequestsReferences": {"nodes": nodes}}}}})
+            return JSONResponse(refused)
 
         @app.get("/repos/{owner}/{name}/issues/{number}")
         async def get_issue(owner: str, name: str, number: int) -> JSONResponse:
@@ -476,6 +831,24 @@ class _Recorder(BaseHTTPMiddleware):
         with self.fake._lock:
             self.fake.calls.append(Call(method, path, response.status_code, arrived))
         return response
+
+
+def _delivery_meta(body: bytes) -> tuple[str | None, int | None, int | None]:
+    """(action, installation id, repository id) of a payload, as GitHub lists them."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None, None, None
+    if not isinstance(data, dict):
+        return None, None, None
+
+    def ident(key: str) -> int | None:
+        value = data.get(key)
+        found = value.get("id") if isinstance(value, dict) else None
+        return found if isinstance(found, int) else None
+
+    action = data.get("action")
+    return (action if isinstance(action, str) else None), ident("installation"), ident("repository")
 
 
 def _packed_kb(path: Path) -> int:

@@ -196,3 +196,32 @@ def test_json_with_a_charset_is_json(client: TestClient, queue: RecordingQueue) 
          "Content-Type": "application/x-www-form-urlencoded"}
     assert client.post("/webhook", content=BODY, headers=h).status_code == 415
     assert len(queue.jobs) == 1
+
+
+def test_dedupe_keys_by_the_delivery_guid_so_a_redelivery_runs_once(
+        client: TestClient, queue: RecordingQueue, redis_client: redis.Redis,
+        settings: AppSettings) -> None:
+    """GitHub's redelivery keeps ``X-GitHub-Delivery`` (the guid; only the id in its list
+    changes) and is signed afresh: it is answered ``duplicate`` and queues nothing, while
+    another guid with the same body is a new delivery."""
+    guid = "aaaaaaaa-2222-3333-4444-555555555555"
+    assert client.post("/webhook", content=BODY, headers=headers(delivery=guid)).json()[
+        "status"] == "queued"
+    assert redis_client.ttl(KEY_PREFIX + guid) > settings.delivery_ttl_s - 10  # confirmed
+    redelivered = {**headers(delivery=guid), "X-GitHub-Hook-ID": "2", "User-Agent": "x"}
+    assert client.post("/webhook", content=BODY, headers=redelivered).json()[
+        "status"] == "duplicate"
+    other = headers(delivery="bbbbbbbb-2222-3333-4444-555555555555")
+    assert client.post("/webhook", content=BODY, headers=other).json()["status"] == "queued"
+    assert [j.delivery_id for j in queue.jobs] == [guid, other["X-GitHub-Delivery"]]
+
+
+def test_a_claim_whose_enqueue_and_release_both_failed_lapses(
+        client: TestClient, queue: RecordingQueue, redis_client: redis.Redis) -> None:
+    """Redis gone between the claim and the enqueue, and the release lost too: the claim is
+    short-lived, so a later redelivery of the guid is queued rather than called a duplicate."""
+    from bot.dedupe import PENDING_TTL_S, DeliveryLedger
+
+    ledger = DeliveryLedger(redis_client, ttl_s=3 * 24 * 3600)
+    assert ledger.claim("cccccccc-2222-3333-4444-555555555555")
+    assert 0 < redis_client.ttl(KEY_PREFIX + "cccccccc-2222-3333-4444-555555555555") <= PENDING_TTL_S
