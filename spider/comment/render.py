@@ -24,6 +24,7 @@ from spider.models import Hit, Localization, Reason
 
 TEMPLATE = "comment.md.j2"
 TOO_LARGE_TEMPLATE = "too_large.md.j2"
+COULD_NOT_FINISH_TEMPLATE = "could_not_finish.md.j2"
 MARKER = "<!-- spider-bot:localization -->"  # finds our one comment per issue
 MAX_COMMENT_CHARS = 65_536  # GitHub rejects longer comment bodies
 MAX_NAME_CHARS = 120  # link text; the permalink carries the full location
@@ -240,6 +241,25 @@ def build_too_large_view(*, app_name: str, skip_label: str, size_kb: int | None 
                         skip_label=code(skip_label))
 
 
+@dataclass(frozen=True)
+class CouldNotFinishView:
+    """The polite comment on an issue whose job ran out of time twice (the worker's hard
+    time limit, once with the usual settings and once with cheaper ones)."""
+
+    marker: str
+    app_name: Markdown
+    minutes: Markdown  # the time limit of one run, in words
+    skip_label: Markdown
+
+
+def build_could_not_finish_view(*, app_name: str, skip_label: str,
+                                limit_s: float) -> CouldNotFinishView:
+    """The view of the comment that says the job could not finish within its time limit."""
+    minutes = f"{limit_s / 60:.0f} minutes" if limit_s >= 120 else f"{limit_s:.0f} seconds"
+    return CouldNotFinishView(marker=MARKER, app_name=plain(app_name), minutes=plain(minutes),
+                              skip_label=code(skip_label))
+
+
 @lru_cache(maxsize=4)
 def _environment(template_dir: str | None) -> jinja2.Environment:
     """Templates shipped in this package, or an operator's directory that overrides them."""
@@ -258,12 +278,15 @@ def _environment(template_dir: str | None) -> jinja2.Environment:
     )
 
 
-def render(view: CommentView | TooLargeView, template_dir: Path | None = None) -> str:
+def render(view: CommentView | TooLargeView | CouldNotFinishView,
+           template_dir: Path | None = None) -> str:
     """The comment's Markdown; RenderError if the template fails or the body is too long.
 
     ``template_dir`` overrides the templates shipped in ``spider/comment/templates``.
     """
-    template = TOO_LARGE_TEMPLATE if isinstance(view, TooLargeView) else TEMPLATE
+    template = (TOO_LARGE_TEMPLATE if isinstance(view, TooLargeView)
+                else COULD_NOT_FINISH_TEMPLATE if isinstance(view, CouldNotFinishView)
+                else TEMPLATE)
     try:
         env = _environment(str(template_dir) if template_dir else None)
         body = env.get_template(template).render(view=view)
