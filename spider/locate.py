@@ -10,7 +10,7 @@ from spider.features import pool_features
 from spider.graph.model import CodeGraph
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason
-from spider.rerank import rerank_head
+from spider.rerank import default_calibration, rerank_with_logits
 from spider.retrieve.first_stage import FirstStage, first_stage
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.select.exchange import Admission
@@ -24,9 +24,17 @@ def ranked_first_stage(index: Index, issue: Issue, settings: EngineSettings) -> 
     """The first stage, with its top K re-sorted by the head model when settings ask for it."""
     fs = first_stage(index, issue, settings)
     if settings.reranks:
-        fs.order = rerank_head(index, fs, settings.k, issue=issue)
+        fs.order, fs.head_logits = rerank_with_logits(index, fs, settings.k, issue=issue)
         fs.reranked = True
     return fs
+
+
+def confidence(fs: FirstStage) -> float | None:
+    """Calibrated chance that the first listed function needs the edit (None: not estimated)."""
+    cal = default_calibration()
+    if cal is None or fs.head_logits is None or not len(fs.head_logits):
+        return None
+    return cal.probability(float(fs.head_logits[0]))
 
 
 def evidence_reason(evidence: str) -> Reason:
@@ -161,6 +169,7 @@ def locate(
         timings=timings,
         expansion=exp.centres,
         selector_calls=len(exp.requests),
+        confidence=confidence(fs),
     )
 
 

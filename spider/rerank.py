@@ -16,6 +16,10 @@ leave-one-repository-out cross-validation (see the README).
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spider.errors import WeightsFormatError
 from spider.features import HEAD_FEATURES, head_features
 from spider.weights import load_weights
 
@@ -32,9 +37,12 @@ if TYPE_CHECKING:
     from spider.models import Issue
     from spider.retrieve.first_stage import FirstStage
 
+log = logging.getLogger(__name__)
 WEIGHTS_FILE = Path(__file__).with_name("rerank_weights.json")
 WEIGHTS_KIND = "rerank"
 REGENERATE = "spider bench fit-rerank --write-weights"
+CALIBRATION_FILE = Path(__file__).with_name("head_calibration.json")
+CALIBRATION_KIND = "head-calibration"
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,61 @@ class RerankWeights:
         w = np.array([self.coef.get(name, 0.0) for name in HEAD_FEATURES])
         return features @ w + self.bias
 
+    def fingerprint(self) -> str:
+        """A short hash of the coefficients: a calibration is valid for these weights only."""
+        body = json.dumps([round(self.bias, 5), sorted((k, round(v, 5)) for k, v in self.coef.items())])
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class HeadCalibration:
+    """Platt scaling of the head model's logit into a calibrated probability of an edit.
+
+    Fitted by ``spider bench calibrate`` for one set of head weights (``fingerprint``).
+    """
+
+    slope: float
+    intercept: float
+    fingerprint: str
+    meta: Mapping[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | Path = CALIBRATION_FILE) -> HeadCalibration:
+        """Read a calibration file (schema checked)."""
+        f = load_weights(
+            path,
+            kind=CALIBRATION_KIND,
+            sections={},
+            scalars={"slope": None, "intercept": None},
+            regenerate="spider bench calibrate --write-weights",
+        )
+        fp = f.meta.get("fingerprint")
+        if not isinstance(fp, str):
+            raise WeightsFormatError(f"{path}: no fingerprint of the head weights it calibrates")
+        meta = {k: v for k, v in f.meta.items() if k != "fingerprint"}
+        return cls(f.scalars["slope"], f.scalars["intercept"], fp, meta)
+
+    def probability(self, logit: float) -> float:
+        """Calibrated probability that a function with this head logit gets edited."""
+        z = self.slope * logit + self.intercept
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+@lru_cache(maxsize=1)
+def default_calibration() -> HeadCalibration | None:
+    """The shipped calibration when it matches the shipped head weights, else None."""
+    if not CALIBRATION_FILE.exists():
+        return None
+    cal = HeadCalibration.load()
+    if cal.fingerprint != default_weights().fingerprint():
+        log.warning(
+            "%s calibrates other head weights; no confidence is given until "
+            "`spider bench calibrate --write-weights` is run again",
+            CALIBRATION_FILE.name,
+        )
+        return None
+    return cal
+
 
 @lru_cache(maxsize=1)
 def default_weights() -> RerankWeights:
@@ -77,10 +140,23 @@ def rerank_head(
     issue: Issue | None = None,
 ) -> np.ndarray:
     """``fs.order`` with its first ``k`` items re-sorted by estimated probability of an edit."""
+    return rerank_with_logits(index, fs, k, weights, issue)[0]
+
+
+def rerank_with_logits(
+    index: Index,
+    fs: FirstStage,
+    k: int,
+    weights: RerankWeights | None = None,
+    issue: Issue | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``rerank_head``'s order and the head logits in that new order (best first)."""
     weights = weights or default_weights()
     head = fs.order[:k]
-    if len(head) < 2:
-        return fs.order
+    if len(head) == 0:
+        return fs.order, np.zeros(0)
     logits = weights.logits(head_features(index, fs, [int(i) for i in head], issue))
-    new_head = head[np.argsort(-logits, kind="stable")]
-    return np.concatenate([new_head, fs.order[k:]])
+    if len(head) < 2:
+        return fs.order, logits
+    by = np.argsort(-logits, kind="stable")
+    return np.concatenate([head[by], fs.order[k:]]), logits[by]

@@ -48,13 +48,16 @@ def load_weights(
     sections: Mapping[str, Collection[str]],
     scalars: Mapping[str, float | None],
     regenerate: str,
+    optional: Mapping[str, Collection[str]] | None = None,
 ) -> WeightsFile:
     """Read and check a weights file of ``kind``.
 
-    ``sections`` maps each section to the feature names it may hold; ``scalars`` maps each
+    ``sections`` maps each section to the feature names it may hold; ``optional`` the same
+    for sections a file may lack (absent from the result then); ``scalars`` maps each
     scalar to its default (``None``: required). ``regenerate`` is the command that writes
     the file, quoted in every error.
     """
+    optional = optional or {}
     path = Path(path)
     hint = f"regenerate it with `{regenerate}`"
     try:
@@ -71,8 +74,10 @@ def load_weights(
     if data.get("kind") != kind:
         raise WeightsFormatError(f"{path}: holds {data.get('kind')!r} weights, not {kind!r}")
     got_sections: dict[str, dict[str, float]] = {}
-    for name, allowed in sections.items():
+    for name, allowed in {**sections, **optional}.items():
         raw = data.get(name)
+        if raw is None and name in optional:
+            continue
         if not isinstance(raw, dict):
             raise WeightsFormatError(f"{path}: section {name!r} is missing; {hint}")
         unknown = sorted(set(raw) - set(allowed))
@@ -84,7 +89,7 @@ def load_weights(
         if name not in data and default is None:
             raise WeightsFormatError(f"{path}: {name!r} is missing; {hint}")
         got_scalars[name] = _number(path, name, data.get(name, default), hint)
-    known = {"schema", "kind", *sections, *scalars}
+    known = {"schema", "kind", *sections, *optional, *scalars}
     meta = {k: v for k, v in data.items() if k not in known}
     return WeightsFile(kind=kind, sections=got_sections, scalars=got_scalars, meta=meta)
 

@@ -449,6 +449,34 @@ def fit_rerank(
     _fit(spec, dataset, repos, out, cache_dir, only_repo, k, write_weights)
 
 
+@bench_app.command("calibrate")
+def calibrate(
+    dataset: DatasetOpt,
+    repos: ReposOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="per-instance features go here")],
+    cache_dir: CacheOpt = None,
+    only_repo: OnlyRepoOpt = None,
+    k: KOpt = 20,
+    write_weights: WriteWeightsOpt = False,
+) -> None:
+    """Calibrate the head model's probability (Platt, leave-one-repository-out) on dev data;
+    reports the reliability curve and what a confidence bar would silence."""
+    from spider.bench import calibrate as calibration
+    from spider.bench import fit_rerank as fitting
+    from spider.rerank import CALIBRATION_FILE
+
+    spec = Fitting(
+        fitting.collect,
+        calibration.cross_validate,
+        "calibrate-cv.json",
+        describe=calibration.describe,
+        weights=lambda _data, cv, _k: cv,
+        write=lambda cv, _cv, command, path: calibration.write_calibration(cv, command, path),
+        weights_file=CALIBRATION_FILE,
+    )
+    _fit(spec, dataset, repos, out, cache_dir, only_repo, k, write_weights)
+
+
 @bench_app.command("tune")
 def tune(
     dataset: DatasetOpt,

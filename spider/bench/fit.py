@@ -414,7 +414,8 @@ def write_weights(weights: OfflineWeights, cv: dict[str, Any], command: str, pat
             "neighbour": {n: round(v, 5) for n, v in weights.neighbour.items()},
             "ranked": {n: round(v, 5) for n, v in weights.ranked.items()},
         },
-        scalars={"margin": weights.margin},
+        # the rule not met: the selector admits nothing, whatever the all-data fit scores
+        scalars={"margin": weights.margin, "admits": 1.0 if cv["rule_met"] else 0.0},
         meta=data,
     )
 

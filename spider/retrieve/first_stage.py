@@ -35,6 +35,7 @@ class FirstStage:
     signal: np.ndarray | None = None  # issue-signal strength per function (0 = none)
     raw: dict[str, np.ndarray] = field(default_factory=dict)  # per ranker: raw score
     reranked: bool = False  # whether ``order``'s head was re-sorted by the head model
+    head_logits: np.ndarray | None = None  # the head model's logits, in ``order``'s order
 
     def shown_rank(self) -> np.ndarray:
         """1-based position of every function in ``order``: the rank a reader sees."""

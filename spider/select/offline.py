@@ -34,6 +34,7 @@ class OfflineWeights:
     ranked: Mapping[str, float]  # coefficients of a plain first-stage item: bias, log_rank
     margin: float  # admit only when p(neighbour) exceeds p(evicted) by this much (log-odds)
     meta: Mapping[str, Any] = field(default_factory=dict)
+    admits: bool = True  # False when the fit's CV found no margin with η > τ: admit nothing
 
     @classmethod
     def load(cls, path: str | Path = WEIGHTS_FILE) -> OfflineWeights:
@@ -42,7 +43,7 @@ class OfflineWeights:
             path,
             kind=WEIGHTS_KIND,
             sections={"neighbour": ("bias", *NEIGHBOUR_FEATURES), "ranked": ("bias", "log_rank")},
-            scalars={"margin": 0.0},
+            scalars={"margin": 0.0, "admits": 1.0},
             regenerate=REGENERATE,
         )
         return cls(
@@ -50,6 +51,7 @@ class OfflineWeights:
             ranked=f.sections["ranked"],
             margin=f.scalars["margin"],
             meta=f.meta,
+            admits=f.scalars["admits"] != 0.0,
         )
 
 
@@ -104,6 +106,8 @@ class OfflineSelector(Selector):
         )
 
     def _select(self, requests: Sequence[SelectionRequest]) -> list[list[str]]:
+        if not self.weights.admits:
+            return [[] for _ in requests]
         out: list[list[str]] = []
         for req in requests:
             tau = logit(self.weights.ranked, {"log_rank": log_rank(req.budget_rank)})

@@ -170,9 +170,31 @@ def test_offline_selector_admits_only_when_likelier_than_evicted() -> None:
     assert sel.neighbour_probability(near) > sel.ranked_probability(20)
 
 
-def test_shipped_offline_weights_load() -> None:
+def test_shipped_offline_weights_follow_the_eta_tau_rule() -> None:
+    """The shipped margin is the one the fit's CV chose by η > τ, and the file says so."""
     w = OfflineWeights.load()
     assert "log_rank" in w.neighbour and "log_rank" in w.ranked
+    cv = w.meta["cv"]
+    grid = {row["margin"]: row for row in cv["grid"]}
+    assert w.margin in grid, "the margin must be a grid point the CV measured"
+    chosen = grid[w.margin]
+    assert cv["admissions"] == chosen["admissions"]
+    if cv["margin rule met"]:
+        assert w.admits and chosen["eta"] > chosen["tau"] and chosen["admissions"] > 0
+        smaller = [m for m in grid if m < w.margin]
+        assert not any(grid[m]["admissions"] and grid[m]["eta"] > grid[m]["tau"] for m in smaller)
+    else:  # no margin pays: the selector must admit nothing, and every grid point shows why
+        assert not w.admits
+        assert all(r["admissions"] == 0 or r["eta"] <= r["tau"] for r in grid.values())
+
+
+def test_a_selector_whose_fit_found_no_paying_margin_admits_nothing() -> None:
+    eager = OfflineWeights(neighbour={"bias": 30.0}, ranked={"bias": 0.0}, margin=0.0)
+    cand = Candidate("a.py:n", "", "invokes", 1, 30, 0.0, {})
+    req = SelectionRequest(Issue("t"), "a.py:c", "", 1, (cand,), 20)
+    assert OfflineSelector(eager).judge([req]) == [["a.py:n"]]
+    off = OfflineWeights(neighbour={"bias": 30.0}, ranked={"bias": 0.0}, margin=0.0, admits=False)
+    assert OfflineSelector(off).judge([req]) == [[]]
 
 
 def test_issue_text_cannot_close_the_prompt_markup(fake: FakeAnthropic) -> None:
