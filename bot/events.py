@@ -15,7 +15,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bot.errors import MalformedPayload
 from contract.commands import parse_command
-from contract.jobs import ISSUE_ACTIONS, IssueJob, comment_trigger, issue_trigger, valid_repo
+from contract.jobs import (
+    ISSUE_ACTIONS,
+    FixJob,
+    IssueJob,
+    comment_trigger,
+    issue_trigger,
+    valid_repo,
+)
 from contract.policy import is_bot, may_rerun
 
 ACKNOWLEDGED_EVENTS = frozenset({"ping", "installation", "installation_repositories"})
@@ -53,6 +60,12 @@ class Repository(_Loose):
     full_name: str
 
 
+class PullRequestPayload(_Loose):
+    number: int
+    merged: bool = False
+    state: str = "open"
+
+
 class EventPayload(_Loose):
     action: str | None = None
     installation: Installation | None = None
@@ -60,13 +73,14 @@ class EventPayload(_Loose):
     sender: User | None = None
     issue: IssuePayload | None = None
     comment: CommentPayload | None = None
+    pull_request: PullRequestPayload | None = None
 
 
 @dataclass(frozen=True)
 class Enqueue:
     """Run the worker for this job (answered 202)."""
 
-    job: IssueJob
+    job: IssueJob | FixJob
 
 
 @dataclass(frozen=True)
@@ -90,12 +104,16 @@ def route(event: str, payload: dict[str, Any], delivery_id: str) -> Decision:
     """Decide what one webhook delivery asks for. Raises MalformedPayload on bad bodies."""
     if event in ACKNOWLEDGED_EVENTS:
         return Acknowledge(f"{event} acknowledged")
-    if event not in ("issues", "issue_comment"):
+    if event not in ("issues", "issue_comment", "pull_request"):
         return Ignore(f"event {event!r} is not handled")
     try:
         p = EventPayload.model_validate(payload)
     except ValidationError as exc:
         raise MalformedPayload(f"{event} payload: {exc.error_count()} invalid field(s)") from exc
+    if event == "pull_request":
+        return _route_pull_request(p, delivery_id)
+    if event == "issues" and p.action == "closed" and p.issue is not None:
+        return _route_closed_issue(p, delivery_id)
     if p.issue is None or p.repository is None:
         raise MalformedPayload(f"{event} payload lacks issue or repository")
     if event == "issues":
@@ -163,6 +181,40 @@ def _enqueue(p: EventPayload, delivery_id: str, trigger: str) -> Decision:
             delivery_id=delivery_id,
             trigger=trigger,
         )
+    except ValueError as exc:
+        raise MalformedPayload(str(exc)) from exc
+    return Enqueue(job)
+
+
+def _route_pull_request(p: EventPayload, delivery_id: str) -> Decision:
+    """A merged pull request: score it against our comments on the issues it closes
+    (which ones, the worker finds out: commit messages and GraphQL need the API)."""
+    if p.pull_request is None or p.repository is None:
+        raise MalformedPayload("pull_request payload lacks pull_request or repository")
+    if p.action != "closed":
+        return Ignore(f"pull_request.{p.action} is not handled")
+    if not p.pull_request.merged:
+        return Ignore("the pull request was closed without being merged")
+    return _enqueue_fix(p, delivery_id, pull_number=p.pull_request.number)
+
+
+def _route_closed_issue(p: EventPayload, delivery_id: str) -> Decision:
+    """A closed issue: the worker looks for the merged pull request that closed it."""
+    assert p.issue is not None
+    if p.issue.pull_request is not None:
+        return Ignore("pull request")
+    if p.repository is None:
+        raise MalformedPayload("issues payload lacks repository")
+    return _enqueue_fix(p, delivery_id, issue_number=p.issue.number)
+
+
+def _enqueue_fix(p: EventPayload, delivery_id: str, **number: int) -> Decision:
+    assert p.repository is not None
+    if p.installation is None:
+        raise MalformedPayload("payload lacks installation: is this an app webhook?")
+    try:
+        job = FixJob(installation_id=p.installation.id, repo=p.repository.full_name,
+                     delivery_id=delivery_id, **number)  # type: ignore[arg-type]
     except ValueError as exc:
         raise MalformedPayload(str(exc)) from exc
     return Enqueue(job)

@@ -13,7 +13,7 @@ from kombu.exceptions import KombuError, OperationalError
 
 from bot.errors import QueueUnavailable
 from contract.broker import celery_conf
-from contract.jobs import QUEUE, TASK_NAME, IssueJob
+from contract.jobs import FixJob, IssueJob, task_of
 from contract.settings import AppSettings
 
 # Publishing must not hold a webhook answer for long: GitHub times out after 10 s.
@@ -30,22 +30,23 @@ def make_publisher(settings: AppSettings) -> Celery:
 class Enqueuer(Protocol):
     """Something that queues a job and returns the task id."""
 
-    def __call__(self, job: IssueJob) -> str: ...
+    def __call__(self, job: IssueJob | FixJob) -> str: ...
 
 
 class CeleryEnqueuer:
-    """Publishes ``localize_issue`` on the worker's queue; the task id is the delivery id."""
+    """Publishes ``localize_issue`` (or ``score_fix``) on its queue; the task id is the delivery id."""
 
     def __init__(self, app: Celery) -> None:
         self._app = app
 
-    def __call__(self, job: IssueJob) -> str:
+    def __call__(self, job: IssueJob | FixJob) -> str:
+        name, queue = task_of(job)  # scoring jobs go to a queue of their own
         try:
             result = self._app.send_task(
-                TASK_NAME,
+                name,
                 kwargs=job.as_kwargs(),
                 task_id=job.delivery_id,
-                queue=QUEUE,
+                queue=queue,
                 retry=True,
                 retry_policy=PUBLISH_RETRY_POLICY,
             )

@@ -71,3 +71,59 @@ class IssueJob:
     def as_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the task."""
         return asdict(self)
+
+
+# --- fixes: a merged pull request (or a closed issue) scored against our comment ---
+FIX_TASK_NAME = "spider.score_fix"
+# A queue of its own: a worker started with ``-Q spider`` never runs a scoring job, so
+# scoring can never delay an issue job (docs/install.md); a plain worker consumes both.
+FIX_QUEUE = "spider-fixes"
+
+
+@dataclass(frozen=True)
+class FixJob:
+    """Score what a fix changed against the functions our comment listed.
+
+    Either ``pull_number`` (a merged pull request: every issue it closes) or
+    ``issue_number`` (a closed issue: the merged pull requests that closed it).
+    """
+
+    installation_id: int
+    repo: str
+    delivery_id: str
+    pull_number: int | None = None
+    issue_number: int | None = None
+
+    def __post_init__(self) -> None:
+        if not valid_repo(self.repo):
+            raise ValueError(f"not a repository name: {self.repo!r}")
+        if (self.pull_number is None) == (self.issue_number is None):
+            raise ValueError("a fix job names a pull request or an issue, not both")
+        if self.installation_id < 1 or (self.pull_number or self.issue_number or 0) < 1:
+            raise ValueError("numbers and installation id must be positive")
+
+    @property
+    def owner(self) -> str:
+        """The repository's owner login."""
+        return self.repo.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The repository's name without the owner."""
+        return self.repo.split("/", 1)[1]
+
+    @property
+    def trigger(self) -> str:
+        """What caused it, for logs: ``pull_request.merged:N`` or ``issues.closed``."""
+        if self.pull_number is not None:
+            return f"pull_request.merged:{self.pull_number}"
+        return "issues.closed"
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the task."""
+        return asdict(self)
+
+
+def task_of(job: IssueJob | FixJob) -> tuple[str, str]:
+    """The task name and queue a job is published to."""
+    return (FIX_TASK_NAME, FIX_QUEUE) if isinstance(job, FixJob) else (TASK_NAME, QUEUE)

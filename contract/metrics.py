@@ -35,6 +35,8 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "spider_github_calls": ("GitHub API calls by HTTP status (or timeout, error)", ("status",)),
     "spider_redeliveries": ("Failed webhook deliveries GitHub was asked to redeliver, by outcome "
                             "(requested, succeeded, given_up)", ("outcome",)),
+    "spider_fixes": ("Merged fixes scored against our comment, by outcome (hit, miss, "
+                     "no_function_changed)", ("outcome",)),
 }
 HISTOGRAMS: dict[str, str] = {
     "spider_job_seconds": "Seconds per job attempt, from start to outcome",

@@ -144,6 +144,20 @@ class AppSettings(EngineSettings):
         60, ge=0, description="waits for a slot or lock before the job gives up (hours at the cap)"
     )
 
+    # --- scoring merged fixes (worker/store, worker/scoring.py) ---
+    database_url: str | None = Field(
+        None, description="where comments and scored fixes are recorded (SQLAlchemy URL, e.g. "
+        "postgresql+psycopg://user:pass@host/db); default: SQLite in the cache directory"
+    )
+    fix_max_retries: int = Field(
+        20, ge=0, description="retries of a scoring job while the database or GitHub is away "
+        "(backoff from SPIDER_RETRY_BACKOFF_S, capped by SPIDER_RETRY_BACKOFF_MAX_S)"
+    )
+    fix_max_files: int = Field(
+        300, ge=1, description="a pull request changing more files than this is not scored "
+        "(GitHub lists at most 3000; a vendored drop says nothing about the issue)"
+    )
+
     # --- rendering ---
     template_dir: Path | None = Field(
         None,
@@ -157,6 +171,13 @@ class AppSettings(EngineSettings):
         if not re.match(r"^https?://", v):
             raise ValueError("SPIDER_GITHUB_API_URL must be an http(s) URL")
         return v.rstrip("/")
+
+    @property
+    def database_url_or_default(self) -> str:
+        """SPIDER_DATABASE_URL, else an SQLite file in the cache directory."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{Path(self.cache_dir).expanduser().resolve() / 'spider-bot.db'}"
 
     @property
     def mirror_dir(self) -> Path:

@@ -30,10 +30,13 @@ from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import RateLimitExceeded, RequestError, RequestFailed
 from githubkit.versions.latest.models import (
+    Commit,
     ContentFile,
+    DiffEntry,
     FullRepository,
     Issue,
     IssueComment,
+    PullRequest,
 )
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
@@ -47,6 +50,22 @@ T = TypeVar("T")
 USER_AGENT = "spider-bot"
 COMMENTS_PER_PAGE = 100  # GitHub's maximum page size
 MAX_COMMENT_PAGES = 50  # 5000 comments: past that the issue is not one to triage
+MAX_PULL_FILE_PAGES = 30  # GitHub lists at most 3000 files of a pull request
+MAX_PULL_COMMIT_PAGES = 3  # GitHub lists at most 250 commits of a pull request
+CLOSING_REFS_FIRST = 25  # closing references read through GraphQL, per pull request or issue
+_CLOSING_QUERY = """
+query($owner: String!, $name: String!, $number: Int!, $first: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) { closingIssuesReferences(first: $first) { nodes { number } } }
+  }
+}"""
+_CLOSED_BY_QUERY = """
+query($owner: String!, $name: String!, $number: Int!, $first: Int!) {
+  repository(owner: $owner, name: $name) {
+    issue(number: $number) { closedByPullRequestsReferences(first: $first, includeClosedPrs: true) {
+      nodes { number merged } } }
+  }
+}"""
 MAX_CONFIG_BYTES = 64 * 1024  # a settings file; anything bigger is a mistake
 RATE_LIMIT_JITTER_S = 1.0  # spread workers that were told the same reset time
 TOKEN_KEY_PREFIX = "spider:ghtoken:"
@@ -365,4 +384,69 @@ class GitHubClient:
             if isinstance(err, TokenRejected):
                 self._tokens.forget(self._installation_id)
             raise err from exc
+
+    # --- the calls of a scoring job (worker/scoring.py) ---
+
+    def pull_request(self, owner: str, name: str, number: int) -> PullRequest:
+        """A pull request as it is now (merged, base commit, title, body)."""
+        return self._call("get pull request",
+                          lambda gh: gh.rest.pulls.get(owner, name, number).parsed_data)
+
+    def pull_files(self, owner: str, name: str, number: int) -> list[DiffEntry]:
+        """Every file of a pull request with its ``patch``, page by page."""
+        out: list[DiffEntry] = []
+        for page in range(1, MAX_PULL_FILE_PAGES + 1):
+            batch = self._call(
+                "list pull request files",
+                lambda gh, page=page: gh.rest.pulls.list_files(
+                    owner, name, number, per_page=COMMENTS_PER_PAGE, page=page).parsed_data,
+            )
+            out.extend(batch)
+            if len(batch) < COMMENTS_PER_PAGE:
+                break
+        return out
+
+    def pull_commit_messages(self, owner: str, name: str, number: int) -> list[str]:
+        """The messages of a pull request's commits (closing keywords may be there)."""
+        out: list[str] = []
+        for page in range(1, MAX_PULL_COMMIT_PAGES + 1):
+            batch: list[Commit] = self._call(
+                "list pull request commits",
+                lambda gh, page=page: gh.rest.pulls.list_commits(
+                    owner, name, number, per_page=COMMENTS_PER_PAGE, page=page).parsed_data,
+            )
+            out.extend(c.commit.message for c in batch)
+            if len(batch) < COMMENTS_PER_PAGE:
+                break
+        return out
+
+    def closing_issue_numbers(self, owner: str, name: str, number: int) -> list[int] | None:
+        """GraphQL ``closingIssuesReferences`` of a pull request (links made in the sidebar
+        too); None when GraphQL is refused or fails: the caller falls back to keywords."""
+        data = self._graphql(_CLOSING_QUERY, owner, name, number)
+        try:
+            nodes = data["repository"]["pullRequest"]["closingIssuesReferences"]["nodes"]
+            return [int(n["number"]) for n in nodes]
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def closing_pull_numbers(self, owner: str, name: str, number: int) -> list[int] | None:
+        """GraphQL: the merged pull requests that closed an issue; None when unavailable."""
+        data = self._graphql(_CLOSED_BY_QUERY, owner, name, number)
+        try:
+            nodes = data["repository"]["issue"]["closedByPullRequestsReferences"]["nodes"]
+            return [int(n["number"]) for n in nodes if n.get("merged")]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+    def _graphql(self, query: str, owner: str, name: str, number: int) -> Any:
+        from githubkit.exception import GraphQLFailed
+
+        variables = {"owner": owner, "name": name, "number": number, "first": CLOSING_REFS_FIRST}
+        try:
+            return self._call("graphql", lambda gh: gh.graphql.request(query, variables))
+        except (GraphQLFailed, GitHubRefused, GitHubUnavailable, RateLimited) as exc:
+            log.info("GraphQL unavailable, falling back to keywords",
+                     extra={"error": f"{type(exc).__name__}: {exc}"[:200]})
+            return None
 

@@ -117,6 +117,44 @@ class Mirrors:
         log.info("mirror fetched", extra={"repo": repo, "branch": branch, "sha": sha})
         return Checkout(git_dir=git_dir, sha=sha, branch=branch)
 
+    def fetch_commit(self, repo: str, sha: str, token: str | None) -> Checkout:
+        """Bring one commit (by its full id) into the mirror, e.g. a pull request's base.
+
+        Kept under ``refs/spider/commits/<sha>`` so a later fetch of the branch does not
+        lose it. The caller holds the repository's lock, as for :meth:`fetch`.
+        """
+        if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+            raise UnsafeRepository(f"not a full commit id: {sha!r}")
+        git_dir = self.path_for(repo)
+        ref = f"refs/spider/commits/{sha}"
+        if (git_dir / "HEAD").is_file():
+            try:
+                self._git(["cat-file", "-e", f"{sha}^{{commit}}"], git_dir)
+                return Checkout(git_dir=git_dir, sha=sha, branch=ref)
+            except FetchFailed:
+                pass  # not there yet
+        else:
+            git_dir.mkdir(parents=True, exist_ok=True)
+            self._git(["init", "--bare", "--quiet", "--template=", str(git_dir)], git_dir.parent)
+        url = self.url_for(repo)
+        local = not url.startswith("https://")
+        extra_env: dict[str, str] = {}
+        if token and not local:
+            basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+            extra_env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
+                         "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
+        source = Path(url).resolve().as_uri() if local else url
+        try:
+            self._git(["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--depth=1",
+                       source, f"+{sha}:{ref}"], git_dir, extra_env=extra_env, allow_file=local)
+        except FetchFailed as exc:
+            _remove_partial_packs(git_dir)
+            if exc.refused_by_fsck:
+                raise UnsafeRepository(f"{repo}: git refused its objects ({exc})") from exc
+            raise
+        self._check_size(repo, git_dir)
+        return Checkout(git_dir=git_dir, sha=sha, branch=ref)
+
     def _check_size(self, repo: str, git_dir: Path) -> None:
         out = self._git(["count-objects", "-v"], git_dir)
         sizes = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)

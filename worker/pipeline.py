@@ -70,6 +70,7 @@ class Deps:
     mirrors: Mirrors
     engine: Engine
     policy: RetryPolicy
+    store: Any = None  # worker.store.Store: records the posted comment (None: not recorded)
 
 
 def run_job(job: IssueJob, deps: Deps) -> Outcome:
@@ -175,8 +176,25 @@ def _run(job: IssueJob, deps: Deps, started: float) -> Outcome:
         )
         body = render(view, s.template_dir)
         status, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
+        record_comment(deps, job, comment_id, checkout.sha, loc, issue.title, body_text)
     return Outcome(status=status, comment_id=comment_id, sha=checkout.sha, body=body,
                    timings={k: round(v, 3) for k, v in timings.items()})
+
+
+def record_comment(deps: Deps, job: IssueJob, comment_id: int, sha: str, loc: Any,
+                   title: str, body: str) -> None:
+    """Record what the comment listed, for scoring its fix later. Never fails the job: a
+    database away is logged, and the scoring job reads the comment back from GitHub."""
+    if deps.store is None:
+        return
+    from worker.store import CommentRecord
+
+    ids = [h.id for h in loc.hits]
+    try:
+        deps.store.record_comment(CommentRecord(job.repo, job.issue_number, comment_id, sha,
+                                                len(ids), ids, title, body))
+    except Exception as exc:
+        log.warning("comment not recorded", extra={"error": f"{type(exc).__name__}: {exc}"[:300]})
 
 
 class _TooManyFiles(Exception):

@@ -22,7 +22,7 @@ from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 
 from contract import logs
-from contract.jobs import TASK_NAME, IssueJob
+from contract.jobs import FIX_QUEUE, FIX_TASK_NAME, TASK_NAME, FixJob, IssueJob
 from contract.metrics import RECORDER
 from contract.redis_client import redis_client
 from contract.settings import AppSettings, get_settings
@@ -32,6 +32,7 @@ from worker.errors import NotYourTurn, RateLimited, is_transient
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
 from worker.mirror import Mirrors
 from worker.pipeline import Deps, Outcome, run_job
+from worker.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ def deps() -> Deps:
         mirrors=Mirrors(settings),
         engine=SpiderEngine(),
         policy=policy,
+        store=Store(settings.database_url_or_default),  # connects on first use only
     )
 
 
@@ -174,3 +176,43 @@ def _retry_or_fail(task: Task, exc: BaseException, failures: int, settings: AppS
     else:
         log.exception("job failed unexpectedly")
     return Outcome(status="failed", reason=f"{type(exc).__name__}: {exc}").as_dict()
+
+
+@app.task(name=FIX_TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True,
+          max_retries=None, queue=FIX_QUEUE)
+def score_fix(self: Task, installation_id: int, repo: str, delivery_id: str,
+              pull_number: int | None = None, issue_number: int | None = None) -> dict[str, Any]:
+    """Score a merged fix against our comment, record it, and show it in the comment.
+
+    Transient failures (the database away, GitHub 5xx, a repository lock held) are retried
+    with backoff up to ``fix_max_retries`` times: scoring can wait, an issue job cannot.
+    """
+    from worker.scoring import FixOutcome
+    from worker.scoring import score_fix as run
+
+    d = deps()
+    settings = d.settings
+    job = FixJob(installation_id, repo, delivery_id, pull_number, issue_number)
+    retries = int(self.request.retries or 0)
+    with logs.bind(delivery_id=delivery_id, repo=repo, pull=pull_number, issue=issue_number,
+                   attempt=retries + 1):
+        try:
+            if not first_starts(d.redis, str(self.request.id), retries, settings.max_deliveries):
+                log.error("scoring dropped: it was started too many times")
+                return FixOutcome("skipped", "its worker was lost repeatedly").as_dict()
+            result = run(job, d, d.store)
+        except Exception as exc:
+            if is_transient(exc) and retries < settings.fix_max_retries:
+                delay = retry_delay(exc, retries, settings)
+                log.warning("scoring failed, will retry",
+                            extra={"error": f"{type(exc).__name__}: {exc}"[:300],
+                                   "in_s": round(delay, 1)})
+                with _requeue_if_the_broker_is_away():
+                    raise self.retry(exc=exc, countdown=delay, max_retries=None) from exc
+            log.exception("scoring failed")
+            return FixOutcome("failed", f"{type(exc).__name__}: {exc}"[:500]).as_dict()
+        finally:
+            RECORDER.flush(d.redis)
+        log.info("scoring done", extra={"status": result.status, "reason": result.reason,
+                                        "recorded": result.recorded})
+        return result.as_dict()

@@ -1,0 +1,208 @@
+"""The store: an SQLAlchemy engine over SPIDER_DATABASE_URL (SQLite by default), the
+schema brought to the latest Alembic revision on first use, and the few reads and writes
+the fix loop makes.
+
+Errors: a database that cannot be reached (or drops the connection) raises
+:class:`StoreUnavailable`, a transient error the scoring task retries with backoff; the
+localization job never waits on it (it logs and goes on). Writes are idempotent: a fix is
+recorded once per ``(repo, issue, pull request)`` whatever the redeliveries.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, select, text
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from worker.errors import JobTransientError
+from worker.store.models import PostedComment, ScoredFix, utcnow
+
+log = logging.getLogger(__name__)
+
+ALEMBIC_INI = Path(__file__).with_name("alembic.ini")
+CONNECT_TIMEOUT_S = 5  # a database that does not answer must not hold a job for long
+PG_MIGRATION_LOCK = 0x5B1DE4  # advisory lock key: two workers never migrate at once
+SQLITE_BUSY_MS = 10_000  # two worker processes writing one SQLite file wait, not fail
+
+
+class StoreUnavailable(JobTransientError):
+    """The database could not be reached, or dropped the connection: retry later."""
+
+
+@dataclass(frozen=True)
+class CommentRecord:
+    """What our comment on an issue listed, where and when."""
+
+    repo: str
+    issue_number: int
+    comment_id: int
+    commit_sha: str
+    k: int
+    listed_ids: list[str]
+    issue_title: str = ""
+    issue_body: str = ""
+    posted_at: datetime | None = None
+
+
+def alembic_config(url: str) -> Config:
+    """The Alembic configuration of the store, pointed at ``url``."""
+    cfg = Config(str(ALEMBIC_INI))
+    cfg.set_main_option("script_location", str(ALEMBIC_INI.parent / "migrations"))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def make_engine(url: str) -> Engine:
+    """An engine with short connect timeouts (and SQLite made safe for two processes)."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_MS / 1000})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+            cur.close()
+
+        return engine
+    connect_args = {"connect_timeout": CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
+    return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+def upgrade(engine: Engine, url: str) -> None:
+    """``alembic upgrade head`` on ``engine`` (PostgreSQL: under an advisory lock)."""
+    cfg = alembic_config(url)
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_MIGRATION_LOCK})
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+class Store:
+    """The fix loop's records. Thread-safe; the schema is upgraded on first use."""
+
+    def __init__(self, url: str, *, auto_upgrade: bool = True) -> None:
+        self.url = url
+        self._engine = make_engine(url)
+        self._sessions = sessionmaker(self._engine, expire_on_commit=False)
+        self._auto_upgrade = auto_upgrade
+        self._ready = False
+        self._lock = threading.Lock()
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (tests and the report read through it)."""
+        return self._engine
+
+    def close(self) -> None:
+        """Release the connections."""
+        self._engine.dispose()
+
+    def _ensure_schema(self) -> None:
+        if self._ready or not self._auto_upgrade:
+            return
+        with self._lock:
+            if not self._ready:
+                upgrade(self._engine, self.url)
+                self._ready = True
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session in a transaction; connection failures become StoreUnavailable."""
+        try:
+            self._ensure_schema()
+            with self._sessions.begin() as s:
+                yield s
+        except IntegrityError:
+            raise
+        except (OperationalError, DBAPIError) as exc:
+            if isinstance(exc, DBAPIError) and not isinstance(exc, OperationalError) \
+                    and not exc.connection_invalidated:
+                raise
+            raise StoreUnavailable(f"database unavailable: {type(exc.orig).__name__}") from exc
+
+    # --- comments ---
+
+    def record_comment(self, rec: CommentRecord) -> None:
+        """Insert or replace the record of our comment on an issue (the latest list wins)."""
+        with self.session() as s:
+            row = s.scalars(select(PostedComment).where(
+                PostedComment.repo == rec.repo,
+                PostedComment.issue_number == rec.issue_number)).first()
+            if row is None:
+                row = PostedComment(repo=rec.repo, issue_number=rec.issue_number)
+                s.add(row)
+            row.comment_id = rec.comment_id
+            row.commit_sha = rec.commit_sha
+            row.k = rec.k
+            row.listed_ids = list(rec.listed_ids)
+            row.issue_title = rec.issue_title
+            row.issue_body = rec.issue_body
+            row.posted_at = rec.posted_at or utcnow()
+
+    def comment(self, repo: str, issue_number: int) -> CommentRecord | None:
+        """The record of our comment on an issue, if one was made."""
+        with self.session() as s:
+            row = s.scalars(select(PostedComment).where(
+                PostedComment.repo == repo, PostedComment.issue_number == issue_number)).first()
+            if row is None:
+                return None
+            return CommentRecord(row.repo, row.issue_number, row.comment_id, row.commit_sha,
+                                 row.k, list(row.listed_ids), row.issue_title, row.issue_body,
+                                 row.posted_at)
+
+    # --- fixes ---
+
+    def record_fix(self, fix: ScoredFix) -> bool:
+        """Record a scored fix; False when ``(repo, issue, pull request)`` already was."""
+        try:
+            with self.session() as s:
+                s.add(fix)
+        except IntegrityError:
+            return False
+        return True
+
+    def fix(self, repo: str, issue_number: int, pull_number: int) -> ScoredFix | None:
+        """The recorded fix, if any."""
+        with self.session() as s:
+            return s.scalars(select(ScoredFix).where(
+                ScoredFix.repo == repo, ScoredFix.issue_number == issue_number,
+                ScoredFix.pull_number == pull_number)).first()
+
+    def fixes(self, repo: str | None = None, since: datetime | None = None) -> list[ScoredFix]:
+        """Every scored fix (of one repository, since a time), oldest first."""
+        with self.session() as s:
+            q = select(ScoredFix).order_by(ScoredFix.scored_at, ScoredFix.id)
+            if repo:
+                q = q.where(ScoredFix.repo == repo)
+            if since:
+                q = q.where(ScoredFix.scored_at >= since)
+            return list(s.scalars(q))
+
+    def comments(self, repo: str | None = None,
+                 since: datetime | None = None) -> list[CommentRecord]:
+        """Every recorded comment (of one repository, since a time)."""
+        with self.session() as s:
+            q = select(PostedComment).order_by(PostedComment.posted_at, PostedComment.id)
+            if repo:
+                q = q.where(PostedComment.repo == repo)
+            if since:
+                q = q.where(PostedComment.posted_at >= since)
+            return [CommentRecord(r.repo, r.issue_number, r.comment_id, r.commit_sha, r.k,
+                                  list(r.listed_ids), r.issue_title, r.issue_body, r.posted_at)
+                    for r in s.scalars(q)]
