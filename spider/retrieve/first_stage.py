@@ -9,17 +9,37 @@ reasons) read them from one place instead of recomputing them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from spider.retrieve.bm25 import LexicalIndex
+from spider.retrieve.dense import Encoder
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
-from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
+from spider.retrieve.signals import NameTable, extract_signals, signal_bonus, signal_scores
 
 if TYPE_CHECKING:
-    from spider.index import Index
     from spider.models import Issue
     from spider.settings import EngineSettings
+
+
+class Rankable(Protocol):
+    """What the first stage reads from an index (``spider.index.Index`` provides it)."""
+
+    @property
+    def function_ids(self) -> list[str]: ...
+
+    def vectors(self) -> np.ndarray: ...
+
+    def encoder(self) -> Encoder: ...
+
+    def lexical(self) -> LexicalIndex: ...
+
+    def file_lexical(self) -> LexicalIndex: ...
+
+    def file_of(self) -> np.ndarray: ...
+
+    def name_table(self) -> NameTable: ...
 
 
 @dataclass
@@ -44,7 +64,7 @@ class FirstStage:
         return shown
 
 
-def first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstStage:
+def first_stage(index: Rankable, issue: Issue, settings: EngineSettings) -> FirstStage:
     """Rank every function of the index for the issue with the configured first stage."""
     text = issue.text[: settings.max_issue_chars]
     ranks: dict[str, np.ndarray] = {}
