@@ -159,6 +159,10 @@ def _run(job: IssueJob, deps: Deps, started: float) -> Outcome:
                               limit_files=s.max_source_files)
         loc = deps.engine.locate(index, Issue(issue.title[:MAX_TITLE_CHARS], body_text), settings)
         t3 = time.perf_counter()
+        if (cfg.min_confidence is not None and loc.confidence is not None
+                and loc.confidence < cfg.min_confidence):
+            raise Skip(f"confidence {loc.confidence:.2f} is below min_confidence "
+                       f"{cfg.min_confidence:.2f} in {CONFIG_PATH}")
         timings.update(fetch=t1 - t0, index=t2 - t1)
         timings["total"] = t3 - started
         RECORDER.observe("spider_fetch_seconds", t1 - t0)
@@ -173,6 +177,7 @@ def _run(job: IssueJob, deps: Deps, started: float) -> Outcome:
             config_found=loaded.found,
             skip_label=cfg.skip_label,
             app_name=s.app_name,
+            shown=cfg.shown,
         )
         body = render(view, s.template_dir)
         status, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)

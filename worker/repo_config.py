@@ -11,6 +11,8 @@ Example::
     skip_label: "spider:skip"
     triggers: [opened]       # issue actions that run it: opened, reopened, edited
     min_issue_length: 30     # characters of title + body below which an issue is skipped
+    shown: 5                 # functions listed in full; the rest of k are collapsed
+    min_confidence: 0.1      # stay silent when the first function's estimated chance is lower
 
 An unreadable or invalid file never stops a job: the defaults apply and the comment says
 which setting was wrong. (The key is ``triggers``, not ``on``: YAML 1.1 reads ``on`` as true.)
@@ -30,6 +32,7 @@ from spider.settings import parse_edges
 CONFIG_PATH = ".github/spider.yml"
 DEFAULT_SKIP_LABEL = "spider:skip"
 DEFAULT_MIN_ISSUE_LENGTH = 30  # shorter than a sentence: not enough to search with
+DEFAULT_SHOWN = 5  # a reader looks at the first few; the rest stay one click away
 MAX_GLOBS = 50  # each glob is matched against every path; keep a repo's list bounded
 MAX_GLOB_CHARS = 200
 MAX_PROBLEMS_SHOWN = 3  # the comment names the first few validation errors, not all
@@ -52,6 +55,8 @@ class RepoConfig(BaseModel):
     skip_label: str = Field(DEFAULT_SKIP_LABEL, min_length=1, max_length=50)
     triggers: list[Trigger] = Field(default_factory=lambda: ["opened"])
     min_issue_length: int = Field(DEFAULT_MIN_ISSUE_LENGTH, ge=0, le=10_000)
+    shown: int = Field(DEFAULT_SHOWN, ge=1, le=MAX_K)
+    min_confidence: float | None = Field(None, ge=0.0, le=1.0)  # None: always comment
 
     @field_validator("edges", mode="before")
     @classmethod

@@ -103,6 +103,7 @@ class StubEngine:
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
+        self.confidence: float | None = None  # what the engine estimates for the first hit
 
     def source_files(self, checkout: Checkout, settings: EngineSettings) -> int:
         return 4
@@ -126,5 +127,5 @@ class StubEngine:
         return Localization(index.sha, hits[: settings.k],
                             {"k": settings.k, "selector": settings.selector,
                              "edges": list(settings.edges)},
-                            {"first_stage": 0.01, "expansion": 0.0, "total": 0.01,
-                             "selector_calls": 0.0})
+                            {"first_stage": 0.01, "expansion": 0.0, "total": 0.01},
+                            confidence=self.confidence)

@@ -67,6 +67,22 @@ def test_repo_config_applies(deps: Deps, fake: FakeGitHub, repo_path: Path, engi
     assert "Configuration: `.github/spider.yml`" in fake.bot_comments(REPO, 1)[0].body
 
 
+def test_min_confidence_silences_a_weak_list_and_shown_collapses(
+        deps: Deps, fake: FakeGitHub, repo_path: Path, engine: StubEngine) -> None:
+    write(repo_path, {}, config="min_confidence: 0.2\nshown: 1\n")
+    commit(repo_path, "config")
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    engine.confidence = 0.05
+    out = run_job(job(), deps)
+    assert out.status == "skipped" and "below min_confidence 0.20" in out.reason
+    assert fake.bot_comments(REPO, 1) == []
+    engine.confidence = 0.5
+    assert run_job(job(delivery="d2"), deps).status == "created"
+    body = fake.bot_comments(REPO, 1)[0].body
+    assert "<summary>2 more candidates</summary>" in body
+    assert "best match is weak" not in body
+
+
 def test_invalid_config_uses_defaults_and_says_why(deps: Deps, fake: FakeGitHub, repo_path: Path,
                                                    engine: StubEngine) -> None:
     write(repo_path, {}, config="k: 1000\n")
