@@ -21,7 +21,13 @@ from contract.jobs import IssueJob, comment_id_of
 from contract.metrics import RECORDER
 from contract.policy import is_bot, may_rerun
 from contract.settings import AppSettings
-from spider.comment.render import MARKER, build_too_large_view, build_view, render
+from spider.comment.render import (
+    MARKER,
+    build_could_not_finish_view,
+    build_too_large_view,
+    build_view,
+    render,
+)
 from spider.models import Issue
 from worker import locks
 from worker.engine import Engine
@@ -35,7 +41,13 @@ log = logging.getLogger(__name__)
 ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue waits its turn later, not here
 MAX_TITLE_CHARS = 256  # GitHub's own limit on issue titles
 
-Status = Literal["created", "updated", "unchanged", "skipped", "too_large", "failed"]
+Status = Literal["created", "updated", "unchanged", "skipped", "too_large", "timed_out",
+                 "failed"]
+# What a run retried after the hard time limit uses instead (see worker.tasks): no
+# embeddings (on a cold index embedding is most of the time: MiniLM embeds ~30 functions/s
+# on two cores), no selector calls (no model, no network waits), and a smaller pool for
+# the ranking. The comment says the cheaper method was used.
+CHEAPER_SETTINGS: dict[str, Any] = {"first_stage": "bm25", "selector": "none", "pool": 100}
 
 
 @dataclass
@@ -73,10 +85,11 @@ class Deps:
     store: Any = None  # worker.store.Store: records the posted comment (None: not recorded)
 
 
-def run_job(job: IssueJob, deps: Deps) -> Outcome:
+def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False) -> Outcome:
     """Run one job in a slot of its installation and of its repository, under the issue's
     lock. Skip becomes a ``skipped`` outcome; a slot or lock held by others raises
-    NotYourTurn (Throttled, Busy) and nothing has happened yet."""
+    NotYourTurn (Throttled, Busy) and nothing has happened yet. ``cheaper``: the run
+    after one that hit the hard time limit (:data:`CHEAPER_SETTINGS`)."""
     s = deps.settings
     ttl = s.lease_ttl_s
     started = time.perf_counter()
@@ -87,7 +100,7 @@ def run_job(job: IssueJob, deps: Deps) -> Outcome:
                            limit=s.max_jobs_per_repo, ttl_s=ttl), \
                 locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
                            ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
-            outcome = _run(job, deps, started)
+            outcome = _run(job, deps, started, cheaper)
     except Skip as skip:
         log.info("job skipped", extra={"reason": str(skip)})
         return Outcome(status="skipped", reason=str(skip))
@@ -96,7 +109,7 @@ def run_job(job: IssueJob, deps: Deps) -> Outcome:
     return outcome
 
 
-def _run(job: IssueJob, deps: Deps, started: float) -> Outcome:
+def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False) -> Outcome:
     s = deps.settings
     owner, name = job.owner, job.name
     timings: dict[str, float] = {}
@@ -130,6 +143,10 @@ def _run(job: IssueJob, deps: Deps, started: float) -> Outcome:
         if command is not None:
             overrides.update(command.overrides())
             notes.extend(f"`/spider`: {p}." for p in command.problems)
+        if cheaper:
+            overrides.update(CHEAPER_SETTINGS)
+            notes.append("The first run did not finish in time; this one used a cheaper method "
+                         "(keyword ranking only).")
         settings = s.model_copy(update=overrides)
         body_text = issue.body or ""
         if len(body_text) > s.max_issue_chars:  # before any model sees it (GitHub allows 65536)
@@ -299,3 +316,25 @@ def publish(gh: GitHubClient, policy: RetryPolicy, job: IssueJob, body: str,
 class _CreateUnanswered(GitHubUnavailable):
     """Creating the comment got no answer (5xx, timeout): it may exist all the same."""
 
+
+def could_not_finish(job: IssueJob, deps: Deps) -> Outcome:
+    """Say politely, in the issue's one comment, that the job ran out of time twice (the
+    hard time limit, as usual and then cheaper). An existing comment of ours is left as it
+    is: an older list is more use than this note."""
+    s = deps.settings
+    with locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
+                    ttl_s=s.lease_ttl_s, wait_s=ISSUE_LOCK_WAIT_S), \
+            deps.github(job.installation_id) as gh:
+        repo = gh.repository(job.owner, job.name)
+        cfg = _load_config(gh, job.owner, job.name, repo.default_branch).config
+        ours = find_ours(gh.comments(job.owner, job.name, job.issue_number), s.github_app_id)
+        if ours is not None:
+            return Outcome(status="timed_out", reason="out of time twice; the comment stays",
+                           comment_id=ours.id)
+        view = build_could_not_finish_view(app_name=s.app_name, skip_label=cfg.skip_label,
+                                           limit_s=s.task_time_limit_s)
+        body = render(view, s.template_dir)
+        _, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
+    log.warning("job could not finish: said so in the comment", extra={"comment_id": comment_id})
+    return Outcome(status="timed_out", reason="out of time twice", comment_id=comment_id,
+                   body=body)

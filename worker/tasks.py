@@ -19,7 +19,7 @@ from typing import Any
 
 import redis
 from celery import Task
-from celery.exceptions import Reject, SoftTimeLimitExceeded
+from celery.exceptions import Reject, SoftTimeLimitExceeded, TimeLimitExceeded
 
 from contract import logs
 from contract.jobs import FIX_QUEUE, FIX_TASK_NAME, TASK_NAME, FixJob, IssueJob
@@ -31,7 +31,7 @@ from worker.engine import SpiderEngine
 from worker.errors import NotYourTurn, RateLimited, is_transient
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
 from worker.mirror import Mirrors
-from worker.pipeline import Deps, Outcome, run_job
+from worker.pipeline import Deps, Outcome, could_not_finish, run_job
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -91,10 +91,52 @@ def defer_delay(deferrals: int, settings: AppSettings) -> float:
     return delay + random.uniform(0, delay)
 
 
+# A run killed at the hard time limit (the soft limit did not stop it: a C extension that
+# does not return, a loop that swallows the exception) is run again once with cheaper
+# settings (worker.pipeline.CHEAPER_SETTINGS); if that is killed too, a third run only
+# posts the polite "could not finish" comment. Never a silent end.
+HARD_LIMIT_RUNS = 2
+
+
+class LocalizeTask(Task):
+    """The class of ``localize_issue``: what follows a run killed at the hard time limit."""
+
+    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any,
+                   einfo: Any) -> None:
+        if isinstance(exc, TimeLimitExceeded):
+            after_hard_time_limit(self, exc, task_id, dict(kwargs or {}))
+
+
+def after_hard_time_limit(task: Task, exc: BaseException, task_id: str,
+                          kwargs: dict[str, Any]) -> None:
+    """In the worker's main process, once Celery has killed the pool process at the hard
+    time limit (it then marks the task failed and acknowledges the message): publish the
+    job again under the same task id, one more hit counted, and mark the task as retrying
+    so that its outcome is the next run's."""
+    hits = int(kwargs.get("hard_limit_hits", 0)) + 1
+    where = {"delivery_id": kwargs.get("delivery_id"), "repo": kwargs.get("repo"),
+             "issue": kwargs.get("issue_number"), "hard_limit_hits": hits}
+    if hits > HARD_LIMIT_RUNS:  # the comment run itself was killed: nothing cheaper is left
+        log.error("job gave up: killed at the hard time limit again", extra=where)
+        return
+    try:
+        task.backend.mark_as_retry(task_id, exc)
+        task.apply_async(kwargs={**kwargs, "hard_limit_hits": hits}, task_id=task_id)
+    except Exception as err:  # Redis away at that very moment
+        log.error("job lost after the hard time limit: not published again",
+                  extra={**where, "error": type(err).__name__})
+        return
+    log.warning("job killed at the hard time limit: run again "
+                + ("with cheaper settings" if hits < HARD_LIMIT_RUNS else "to say so"),
+                extra=where)
+
+
 @app.task(name=TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True,
+          base=LocalizeTask,
           max_retries=None)  # the limits are ours: failures and deferrals are counted apart
 def localize_issue(self: Task, installation_id: int, repo: str, issue_number: int,
-                   delivery_id: str, trigger: str, deferrals: int = 0) -> dict[str, Any]:
+                   delivery_id: str, trigger: str, deferrals: int = 0,
+                   hard_limit_hits: int = 0) -> dict[str, Any]:
     """Localize one issue and post or update its comment."""
     d = deps()
     settings = d.settings
@@ -107,12 +149,19 @@ def localize_issue(self: Task, installation_id: int, repo: str, issue_number: in
                    attempt=failures + 1):
         try:
             try:
-                if not first_starts(d.redis, str(self.request.id), retries,
+                starts_id = str(self.request.id) + (f"/h{hard_limit_hits}"
+                                                    if hard_limit_hits else "")
+                if not first_starts(d.redis, starts_id, retries,
                                     settings.max_deliveries):
                     log.error("message dropped: it was started too many times")
                     return Outcome(status="failed",
                                    reason="its worker was lost repeatedly").as_dict()
-                result = run_job(job, d)
+                if hard_limit_hits >= HARD_LIMIT_RUNS:
+                    result = could_not_finish(job, d)
+                elif hard_limit_hits:
+                    result = run_job(job, d, cheaper=True)
+                else:
+                    result = run_job(job, d)
             except NotYourTurn as exc:
                 outcome = "deferred"  # unless _defer gives up and returns
                 given_up = _defer(self, exc, job, deferrals, settings)
@@ -144,8 +193,14 @@ def _defer(task: Task, exc: NotYourTurn, job: IssueJob, deferrals: int,
     log.info("job waits its turn", extra={"reason": str(exc), "in_s": round(delay, 1),
                                           "deferrals": deferrals + 1})
     with _requeue_if_the_broker_is_away():
-        raise task.retry(countdown=delay, kwargs={**job.as_kwargs(), "deferrals": deferrals + 1},
+        raise task.retry(countdown=delay, kwargs={**_current_kwargs(task), **job.as_kwargs(),
+                                                  "deferrals": deferrals + 1},
                          max_retries=None)
+
+
+def _current_kwargs(task: Task) -> dict[str, Any]:
+    """The running message's kwargs (``hard_limit_hits`` must survive a deferral)."""
+    return dict(getattr(getattr(task, "request", None), "kwargs", None) or {})
 
 
 @contextmanager
