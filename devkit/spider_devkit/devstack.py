@@ -154,6 +154,7 @@ class DevStack:
     workers: int = 1  # worker processes ("worker", "worker2", ...), each with its own log
     persistent_redis: bool = False  # the private Redis keeps an fsynced append-only file
     token_style: str = "ghs"  # the fake's installation tokens: "ghs" or "v1" (see FakeGitHub)
+    celery_app: str = "worker.celery_app"  # the workers' -A (a test's module may wrap it)
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir).resolve()
@@ -225,7 +226,7 @@ class DevStack:
 
     def start_worker(self, name: str = "worker") -> None:
         """Start (or start again) the worker process ``name``."""
-        self._spawn(name, [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker",
+        self._spawn(name, [sys.executable, "-m", "celery", "-A", self.celery_app, "worker",
                            "--pool", "prefork", "--concurrency", str(self.worker_concurrency),
                            "--without-gossip", "--without-mingle", "--without-heartbeat",
                            "--loglevel", "INFO", "--hostname", f"{name}-{uuid.uuid4().hex[:6]}@%h"])
