@@ -34,6 +34,7 @@ ALEMBIC_INI = Path(__file__).with_name("alembic.ini")
 CONNECT_TIMEOUT_S = 5  # a database that does not answer must not hold a job for long
 PG_MIGRATION_LOCK = 0x5B1DE4  # advisory lock key: two workers never migrate at once
 SQLITE_BUSY_MS = 10_000  # two worker processes writing one SQLite file wait, not fail
+_MIGRATING = threading.Lock()  # alembic's context is module-global: one migration per process
 
 
 class StoreUnavailable(JobTransientError):
@@ -86,7 +87,7 @@ def make_engine(url: str) -> Engine:
 def upgrade(engine: Engine, url: str) -> None:
     """``alembic upgrade head`` on ``engine`` (PostgreSQL: under an advisory lock)."""
     cfg = alembic_config(url)
-    with engine.begin() as conn:
+    with _MIGRATING, engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": PG_MIGRATION_LOCK})
         cfg.attributes["connection"] = conn
