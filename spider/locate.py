@@ -133,7 +133,9 @@ def locate(
         if ev is not None:
             reasons.append(evidence_reason(ev))
         if "bm25" in fs.ranks:
-            terms = index.lexical().matched_terms(text, documents[idx], MAX_TERMS)
+            terms = index.lexical().matched_terms(
+                text, documents[idx], MAX_TERMS, name=a.get("name", "")
+            )
             if terms:
                 reasons.append(Reason(kind="terms", detail=", ".join(terms)))
         if "dense" in fs.ranks and int(fs.ranks["dense"][idx]) <= CLOSE_WORDING_RANK:

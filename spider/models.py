@@ -122,6 +122,10 @@ class Reason:
                 kind, what = "", self.detail or ""
             if kind == "file" and what:
                 return f"in {code(what)}, a file named in the issue"
+            if kind == "member" and what:  # "class X": a scope the issue names
+                return f"inside {code(what.removeprefix('class '))}, which the issue names"
+            if kind == "component" and what:
+                return f"named after {code(what)}, which the issue names"
             return f"{code(what)} is named in the issue" if what else "named in the issue"
         if self.kind in ("traceback", "terms", "wording"):
             return self.words(code, plain) or ""

@@ -7,7 +7,7 @@ import logging
 import bm25s
 import numpy as np
 
-from spider.retrieve.tokenize import code_tokens, word_keys
+from spider.retrieve.tokenize import code_tokens, is_code_shaped, word_keys
 
 log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build at DEBUG
@@ -45,16 +45,23 @@ class LexicalIndex:
         indptr = self._bm25.scores["indptr"]
         return int(indptr[tid + 1] - indptr[tid])
 
-    def matched_terms(self, query: str, document: str, limit: int = 3) -> list[str]:
+    def matched_terms(
+        self, query: str, document: str, limit: int = 3, name: str = ""
+    ) -> list[str]:
         """The query's words that ``document`` also contains, rarest in the index first.
 
-        Words are returned as the query spells them (``iter_content``), once each; a word
-        found in most documents says nothing and is left out.
+        Words are returned as the query spells them (``iter_content``), once each. Only
+        words a reader takes as evidence count: code-shaped ones (``decode_unicode``,
+        ``iterContent``) and plain words that are part of the function's ``name``; a word
+        found in many documents says nothing and is left out.
         """
         doc_tokens = set(code_tokens(document))
+        name_tokens = set(code_tokens(name))
         common = max(2, self.size // COMMON_SHARE)
         found: dict[str, tuple[int, str]] = {}
         for word, key in word_keys(query):
+            if not (is_code_shaped(word) or key in name_tokens):
+                continue
             if key in doc_tokens and key not in found:
                 df = self.doc_frequency(key)
                 if 0 < df <= common:

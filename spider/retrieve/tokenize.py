@@ -180,3 +180,9 @@ def word_keys(text: str) -> list[tuple[str, str]]:
         if len(key) >= MIN_TOKEN_CHARS and key not in STOPWORDS and not key.isdigit():
             out.append((word, key))
     return out
+
+
+def is_code_shaped(word: str) -> bool:
+    """Whether a word reads as an identifier, not prose: ``snake_case`` or ``camelCase``."""
+    inner = word.strip("_")
+    return "_" in inner or any(c.isupper() for c in inner[1:]) or any(c.isdigit() for c in inner)
