@@ -17,7 +17,8 @@ import redis
 from bot.errors import MalformedPayload, QueueUnavailable
 
 KEY_PREFIX = "spider:delivery:"
-PENDING_TTL_S = 120  # far longer than a claim-to-enqueue (publishing gives up within seconds)
+PENDING_TTL_S = 30  # longer than a claim-to-enqueue (publishing gives up within seconds);
+# the redelivery job waits longer than this before it asks again (worker.redeliver.MIN_AGE_S)
 _DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,100}$")  # GitHub sends a GUID
 
 

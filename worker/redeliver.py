@@ -52,6 +52,10 @@ DELIVERIES_PER_PAGE = 100  # GitHub's maximum page size
 STALE_ASK_S = 600.0
 # the bot's answers that the same bytes would get again: redelivering them cannot help
 PERMANENT_STATUSES = frozenset({400, 413, 415, 422})
+# a failed attempt is redelivered only once it is this old: past the bot's short-lived claim
+# of its guid (bot.dedupe.PENDING_TTL_S, 30 s), which a Redis failure between claim and
+# enqueue may leave behind, so the redelivery is queued rather than answered "duplicate"
+MIN_AGE_S = 45.0
 TICKS_PER_INTERVAL = 4  # each worker looks for the lock this often per interval
 MAX_TICK_S = 60.0  # ... but at least once a minute (a long interval, a fleet just started)
 FIRST_TICK_S = 5.0  # a worker started after an outage looks soon, not an interval later
@@ -133,8 +137,9 @@ class Redeliverer:
     """One run over the app's recent deliveries (see the module docstring)."""
 
     def __init__(self, settings: AppSettings, client: redis.Redis, deliveries: Deliveries,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, min_age_s: float = MIN_AGE_S) -> None:
         self._settings = settings
+        self._min_age_s = min_age_s
         self._redis = client
         self._deliveries = deliveries
         self._clock = clock
@@ -186,6 +191,9 @@ class Redeliverer:
         if latest.status_code in PERMANENT_STATUSES:
             self._finish(key, "given_up", report, guid=guid, asked=asked,
                          status_code=latest.status_code, why="the bot refuses these bytes")
+            return
+        if self._clock() - latest.delivered_at.timestamp() < self._min_age_s:
+            report.waiting += 1  # too fresh (see MIN_AGE_S)
             return
         pending = (asked > 0 and len(items) <= int(state.get("seen", 0))
                    and self._clock() - float(state.get("asked_at", 0)) < STALE_ASK_S)

@@ -73,7 +73,7 @@ def payload(n: int) -> dict[str, object]:
 
 def redeliverer(settings: AppSettings, client: redis.Redis, **kw: object) -> Redeliverer:
     s = settings.model_copy(update=kw)
-    return Redeliverer(s, client, AppWebhookDeliveries(s, RetryPolicy(s)))
+    return Redeliverer(s, client, AppWebhookDeliveries(s, RetryPolicy(s)), min_age_s=0)
 
 
 def test_next_cursor_reads_githubs_link_header() -> None:
@@ -173,3 +173,14 @@ def test_the_timer_survives_redis_and_github_being_away(settings: AppSettings) -
     assert timer.tick() is None  # logged, not raised
     assert time.monotonic() - started < 15
     assert 0.1 < timer.tick_s() < 1.0
+
+
+def test_a_fresh_failure_waits_past_the_bots_pending_claim(
+        fake: FakeGitHub, receiver: Receiver, settings: AppSettings,
+        redis_client: redis.Redis) -> None:
+    guid = "66666666-0000-0000-0000-000000000000"
+    receiver.script[guid] = [503]
+    fake.send_webhook("issues", payload(6), guid=guid)
+    r = Redeliverer(settings, redis_client, AppWebhookDeliveries(settings, RetryPolicy(settings)))
+    report = r.run_once()
+    assert (report.requested, report.waiting) == (0, 1)
