@@ -77,3 +77,18 @@ def test_encoder_embeds_only_what_the_cache_lacks(tmp_path: Path) -> None:
     assert np.allclose(vecs2[1], vecs[0], atol=1e-6)
     q = again.encode_query("adding two numbers")
     assert float(vecs[0] @ q) > float(vecs[1] @ q)
+
+
+def test_matched_terms_are_code_shaped_or_in_the_name_rarest_first() -> None:
+    from spider.retrieve.bm25 import LexicalIndex
+
+    docs = [
+        "models.py\nResponse.iter_content\ndef iter_content(self, decode_unicode=False): content",
+        "models.py\nResponse.text\ndef text(self): return str(self.content, 'utf-8')",
+    ] + [f"x.py\nf{i}\ndef f{i}(): return content_{i}" for i in range(8)]
+    lex = LexicalIndex(docs)
+    issue = "iter_content(decode_unicode=True) returns bytes; r.text is fine, the content is odd"
+    assert lex.matched_terms(issue, docs[0], name="Response.iter_content") == [
+        "decode_unicode", "iter_content"]  # 'content' is a plain word, not in the name
+    assert lex.matched_terms(issue, docs[1], name="Response.text") == ["text"]
+    assert lex.matched_terms(issue, docs[2], name="f0") == []

@@ -119,6 +119,12 @@ def test_reasons_in_words() -> None:
         "`Session.send` is named in the issue"
     assert reason_words(Reason("mention", detail="file: a/b.py")) == \
         "in `a/b.py`, a file named in the issue"
+    assert reason_words(Reason("mention", detail="member: class iter_content")) == \
+        "inside `iter_content`, which the issue names"
+    assert reason_words(Reason("mention", detail="component: SeqFormula")) == \
+        "named after `SeqFormula`, which the issue names"
+    assert reason_words(Reason("terms", detail="decode_unicode, iter_content")) == \
+        "matches the issue's terms (`decode_unicode`, `iter_content`)"
     assert reason_words(Reason("traceback", detail="a.py:12")) == \
         'in the traceback (`File "a.py", line 12`)'
     assert reason_words(Reason("traceback", detail="src/a.go:12")) == "in the traceback (`src/a.go:12`)"
