@@ -152,3 +152,15 @@ def test_bad_weights_file_is_a_clear_error(tmp_path: Path, content: str, message
     assert "fit-rerank" in str(err.value) or "not 'rerank'" in str(err.value)
     with pytest.raises(WeightsFormatError, match="cannot read"):
         RerankWeights.load(tmp_path / "missing.json")
+
+
+def test_shipped_calibration_gives_a_confidence_and_is_tied_to_the_weights(index: Index) -> None:
+    from spider.rerank import HeadCalibration, default_calibration
+
+    cal = default_calibration()
+    assert cal is not None and cal == HeadCalibration.load()
+    loc = locate(index, ISSUE, index.settings)
+    assert loc.confidence is not None and 0.0 < loc.confidence < 1.0
+    assert loc.to_dict()["confidence"] == round(loc.confidence, 4)
+    off = locate(index, ISSUE, index.settings.model_copy(update={"rerank": False}))
+    assert off.confidence is None  # no head model ran: no estimate claimed
