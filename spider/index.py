@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,8 +22,8 @@ from spider.errors import IndexFormatError
 from spider.graph import build_graph
 from spider.graph.model import CodeGraph
 from spider.retrieve.bm25 import LexicalIndex
-from spider.retrieve.cache import EmbeddingCache
-from spider.retrieve.dense import Encoder
+from spider.retrieve.cache import LazyStore
+from spider.retrieve.dense import Encoder, encoder_model_id
 from spider.retrieve.signals import NameTable
 from spider.settings import EngineSettings
 from spider.source import GitSource, SourceTree
@@ -30,6 +31,7 @@ from spider.source import GitSource, SourceTree
 log = logging.getLogger(__name__)
 
 GRAPH_CACHE_VERSION = "3"  # bump when extraction changes what a cached graph holds
+VECTORS_VERSION = "1"  # bump when document_text changes what is embedded per function
 GRAPH_SETTINGS = (
     "invokes_max_candidates",
     "max_file_bytes",
@@ -52,6 +54,14 @@ def _graph_key(commit: str, settings: EngineSettings) -> str:
         default=str,
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def _vectors_key(commit: str, settings: EngineSettings, function_ids: list[str]) -> str:
+    h = hashlib.sha256(VECTORS_VERSION.encode())
+    h.update(_graph_key(commit, settings).encode())
+    h.update(encoder_model_id(settings.model, settings.max_seq_length, settings.encoder).encode())
+    h.update("\n".join(function_ids).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:24]
 
 
 def _tqdm_progress(desc: str) -> Callable[[int, int], None]:
@@ -113,25 +123,91 @@ class Index:
         return self._documents
 
     def encoder(self) -> Encoder:
-        """The (cached) encoder for this index's model."""
+        """The (cached) encoder for this index's model and backend."""
         if self._encoder is None:
-            cache = EmbeddingCache(self.settings.cache_dir / "embeddings")
+            cache = LazyStore(
+                self.settings.cache_dir / "embeddings", self.settings.embedding_cache_url
+            )
             self._encoder = Encoder(
                 self.settings.model,
                 self.settings.max_seq_length,
                 cache,
                 self.settings.embed_batch_size,
+                backend=self.settings.encoder,
+                export_dir=self.settings.cache_dir,
             )
         return self._encoder
+
+    def _matrix_path(self) -> Path | None:
+        """The per-commit vector matrix (one ``.npy`` read on a warm start), for git commits."""
+        if not self.commit:
+            return None
+        key = _vectors_key(self.commit, self.settings, self.function_ids)
+        return self.settings.cache_dir / "vectors" / f"{key}.npy"
+
+    def _load_matrix(self) -> np.ndarray | None:
+        path = self._matrix_path()
+        if path is None or not path.exists():
+            return None
+        try:
+            vecs = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring unreadable vector matrix %s: %s", path, exc)
+            return None
+        if vecs.ndim != 2 or vecs.shape[0] != len(self.function_ids) or vecs.dtype != np.float32:
+            log.warning("ignoring vector matrix %s of shape %s", path, vecs.shape)
+            return None
+        return vecs
+
+    def _save_matrix(self, vecs: np.ndarray) -> None:
+        path = self._matrix_path()
+        if path is None or vecs.ndim != 2 or vecs.shape[0] != len(self.function_ids):
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        try:
+            with tmp.open("wb") as f:
+                np.save(f, vecs, allow_pickle=False)
+            os.replace(tmp, path)
+        except OSError as exc:  # a full disk costs the warm start, not the query
+            log.warning("cannot write vector matrix %s: %s", path, exc)
+            tmp.unlink(missing_ok=True)
+
+    def has_vectors(self) -> bool:
+        """Whether every function's vector is at hand without running the model: the
+        per-commit matrix, or every text in the embedding cache (then the matrix is made)."""
+        if self._vectors is not None:
+            return True
+        t0 = time.perf_counter()
+        vecs = self._load_matrix()
+        if vecs is None:
+            vecs = self.encoder().cached_matrix(self.documents())
+            if vecs is None:
+                return False
+            self._save_matrix(vecs)
+        self._vectors = vecs
+        self.stats.update(embed_seconds=round(time.perf_counter() - t0, 3), embedded=0)
+        return True
 
     def vectors(self) -> np.ndarray:
         """Unit-norm embeddings of every function (embedding what the cache lacks)."""
         if self._vectors is None:
             t0 = time.perf_counter()
+            vecs = self._load_matrix()
+            if vecs is not None:
+                self._vectors = vecs
+                self.stats.update(
+                    embed_seconds=round(time.perf_counter() - t0, 3),
+                    embedded=0,
+                    embed_cached=len(vecs),
+                    vectors_from="matrix",
+                )
+                return vecs
             enc = self.encoder()
             before_e, before_c = enc.embedded, enc.cached
             progress = _tqdm_progress("embedding") if self.progress else None
             self._vectors = enc.encode(self.documents(), progress=progress)
+            self._save_matrix(self._vectors)
             seconds = time.perf_counter() - t0
             embedded = enc.embedded - before_e
             self.stats.update(
@@ -141,6 +217,31 @@ class Index:
                 embed_per_second=round(embedded / seconds, 1) if embedded and seconds else None,
             )
         return self._vectors
+
+    def vectors_of(self, rows: np.ndarray, *, cache: bool = True) -> np.ndarray:
+        """Vectors of the functions at ``rows`` only (the cold path: a pool, not the index).
+
+        ``cache=False`` embeds them afresh without reading or writing the cache (the
+        benchmark's cold method, timed as a first visit)."""
+        if self._vectors is not None and cache:
+            return self._vectors[rows]
+        docs = self.documents()
+        enc = self.encoder()
+        if not cache:
+            enc = Encoder(
+                enc.model_name,
+                enc.max_seq_length,
+                None,
+                enc.batch_size,
+                backend=enc.backend,
+                export_dir=enc.export_dir,
+            )
+        before = enc.embedded
+        vecs = enc.encode([docs[int(i)] for i in rows])
+        self.stats["partial_embedded"] = self.stats.get("partial_embedded", 0) + (
+            enc.embedded - before
+        )
+        return vecs
 
     def name_table(self) -> NameTable:
         """Function lookup by name, qualified name and path, for issue signals."""
@@ -209,7 +310,9 @@ def build_index(
     """Parse (or load) the graph, embed (dense or hybrid first stage) and build the BM25
     indexes (bm25 or hybrid), so that a query only ranks.
 
-    ``embed=False`` defers embedding to the first query that needs it.
+    ``embed=False`` defers embedding to the first query that needs it. With
+    ``settings.cold_pool`` > 0 and no vectors yet (no matrix, cache incomplete), nothing is
+    embedded here: the first query embeds only its pool (``spider.retrieve.cold``).
     """
     t0 = time.perf_counter()
     graph, cached = load_or_build_graph(source, settings, progress=progress)
@@ -222,6 +325,9 @@ def build_index(
     )
     if embed is None:
         embed = settings.first_stage in ("dense", "hybrid")
+    if embed and settings.cold_pool > 0:
+        embed = index.has_vectors()  # else the query ranks from a partial index
+        index.stats["partial_index"] = not embed
     if embed:
         index.vectors()
     if settings.first_stage in ("bm25", "hybrid"):

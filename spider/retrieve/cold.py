@@ -1,0 +1,50 @@
+"""The cold path: dense scores for a pool of candidates only, not for the whole index.
+
+On a first visit to a big repository, embedding every function takes minutes; BM25,
+file-level BM25 and the issue's signals cost seconds. ``pooled_dense_scores`` embeds only
+the best few hundred functions of that cheap ranking and scores the rest below them, so a
+first ranking is ready at once and says it came from a partial index. The training-corpus
+builder uses the same function: embed only pooled candidates.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from spider.retrieve.dense import Encoder
+
+UNEMBEDDED_MARGIN = 1e-3  # functions outside the pool score this far below the pool's worst
+
+
+class PoolIndex(Protocol):
+    """What the cold path reads from an index (``spider.index.Index`` provides it)."""
+
+    @property
+    def function_ids(self) -> list[str]: ...
+
+    def encoder(self) -> Encoder: ...
+
+    def vectors_of(self, rows: np.ndarray, *, cache: bool = True) -> np.ndarray: ...
+
+
+def pooled_dense_scores(
+    index: PoolIndex, query: str, pool: np.ndarray, *, cache: bool = True
+) -> np.ndarray:
+    """Cosine of the query with each function of ``pool`` (embedded now if need be); every
+    other function ties just below the pool's lowest score, so dense ranks the pool first."""
+    n = len(index.function_ids)
+    pool = np.asarray(pool, dtype=np.int64)
+    if n == 0 or len(pool) == 0:
+        return np.zeros(n, dtype=np.float32)
+    q = index.encoder().encode_query(query)
+    pooled = index.vectors_of(pool, cache=cache) @ q
+    scores = np.full(n, float(pooled.min()) - UNEMBEDDED_MARGIN, dtype=np.float32)
+    scores[pool] = pooled
+    return scores
+
+
+def partial_note(pool: int, functions: int) -> dict[str, object]:
+    """What a Localization's settings say about a ranking made from a partial index."""
+    return {"partial_index": True, "embedded_functions": int(pool), "functions": int(functions)}

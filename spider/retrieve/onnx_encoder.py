@@ -1,0 +1,201 @@
+"""The bi-encoder through ONNX Runtime and ``tokenizers``: no torch on the query path.
+
+The ONNX graph is exported once from the bundled (or any local sentence-transformers)
+weights into the cache directory (``spider model export`` or on first use; the export is
+the only step that imports torch), then quantized to int8 by ONNX Runtime's dynamic
+quantization. Inference reproduces sentence-transformers' all-MiniLM-L6-v2 pipeline: the
+model's own ``tokenizer.json`` truncated at ``max_seq_length``, the transformer, mean
+pooling over the attention mask, L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spider.errors import ModelLoadError
+
+log = logging.getLogger(__name__)
+
+EXPORT_VERSION = "2"  # bump when the exported graph (inputs, outputs, opset) changes
+OPSET = 17  # every op MiniLM needs; supported by the ONNX Runtime versions we allow
+ONNX_BACKENDS = ("onnx", "onnx-int8")
+# Per-channel weight scales: per-tensor int8 drops the mean cosine to fp32 to 0.94 on code
+# texts, per channel keeps it at 0.992 (measured on 192 chunks of this repository).
+INT8_OPTIONS: dict[str, Any] = {"per_channel": True, "op_types_to_quantize": ["MatMul"]}
+_EXPORT_LOCK = threading.Lock()
+
+
+def model_fingerprint(model_dir: Path) -> str:
+    """Hash of the weight, config and tokenizer files: an exported graph belongs to one."""
+    h = hashlib.sha256(EXPORT_VERSION.encode())
+    for name in ("config.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin"):
+        p = model_dir / name
+        if p.exists():
+            st = p.stat()
+            h.update(f"{name}:{st.st_size}:{int(st.st_mtime)}".encode())
+    return h.hexdigest()[:16]
+
+
+def _check_layout(model_dir: Path) -> None:
+    """Refuse models whose pooling the ONNX path does not reproduce (mean + normalise)."""
+    pooling = model_dir / "1_Pooling" / "config.json"
+    if not (model_dir / "tokenizer.json").exists():
+        raise ModelLoadError(f"{model_dir}: no tokenizer.json, the ONNX encoder needs one")
+    if pooling.exists():
+        cfg = json.loads(pooling.read_text())
+        if not cfg.get("pooling_mode_mean_tokens") or any(
+            cfg.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens")
+        ):
+            raise ModelLoadError(f"{model_dir}: the ONNX encoder supports mean pooling only")
+
+
+def onnx_paths(model_dir: Path, cache_dir: Path) -> tuple[Path, Path]:
+    """Where the fp32 and int8 graphs of ``model_dir`` live in the cache."""
+    d = cache_dir / "models" / f"{model_dir.name}-{model_fingerprint(model_dir)}"
+    return d / "model.onnx", d / "model-int8.onnx"
+
+
+def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tuple[Path, Path]:
+    """Export ``model_dir``'s transformer to ONNX (fp32) and quantize it (int8), once.
+
+    Needs torch and transformers (the only place the ONNX path does); files are written to
+    a temporary name and renamed, so concurrent exporters never see a half-written graph.
+    """
+    fp32, int8 = onnx_paths(model_dir, cache_dir)
+    with _EXPORT_LOCK:
+        if fp32.exists() and int8.exists() and not force:
+            return fp32, int8
+        _check_layout(model_dir)
+        fp32.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            import torch
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+            from transformers import AutoModel
+        except ImportError as exc:  # pragma: no cover - dependencies of the project
+            raise ModelLoadError(
+                f"exporting the ONNX encoder needs torch, transformers: {exc}"
+            ) from exc
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        bert = AutoModel.from_pretrained(str(model_dir)).eval()
+
+        class Wrapped(torch.nn.Module):
+            """Keyword inputs, one output: positional argument orders differ by version."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.bert = bert
+
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+                return self.bert(
+                    input_ids=input_ids,
+                    attention_mask=attention_mask,
+                    token_type_ids=token_type_ids,
+                ).last_hidden_state
+
+        model = Wrapped().eval()
+        ids = torch.ones((2, 16), dtype=torch.long)
+        axes = {0: "batch", 1: "tokens"}
+        with tempfile.TemporaryDirectory(dir=fp32.parent) as tmp:
+            tmp_fp32 = Path(tmp) / "model.onnx"
+            tmp_int8 = Path(tmp) / "model-int8.onnx"
+            with torch.no_grad():
+                torch.onnx.export(
+                    model,
+                    (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+                    str(tmp_fp32),
+                    input_names=["input_ids", "attention_mask", "token_type_ids"],
+                    output_names=["last_hidden_state"],
+                    dynamic_axes={
+                        "input_ids": axes,
+                        "attention_mask": axes,
+                        "token_type_ids": axes,
+                        "last_hidden_state": axes,
+                    },
+                    opset_version=OPSET,
+                    dynamo=False,
+                )
+            quantize_dynamic(
+                str(tmp_fp32), str(tmp_int8), **INT8_OPTIONS, weight_type=QuantType.QInt8
+            )
+            os.replace(tmp_int8, int8)
+            os.replace(tmp_fp32, fp32)
+        log.info("exported ONNX encoder of %s to %s", model_dir, fp32.parent)
+        return fp32, int8
+
+
+def _threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+class OnnxModel:
+    """Tokenizer + ONNX Runtime session: ``encode`` gives sentence-transformers' vectors."""
+
+    def __init__(self, graph: Path, model_dir: Path, max_seq_length: int) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - dependencies of the project
+            raise ModelLoadError(
+                f"the ONNX encoder needs onnxruntime and tokenizers: {exc}"
+            ) from exc
+        self.max_seq_length = max_seq_length
+        tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        tok.enable_truncation(max_length=max_seq_length)
+        tok.enable_padding(pad_id=tok.token_to_id("[PAD]") or 0, pad_token="[PAD]")
+        self.tokenizer = tok
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = _threads()
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        self.session = ort.InferenceSession(
+            str(graph), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self.session.get_inputs()}
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """Unit-norm float32 vectors, one row per text."""
+        out: list[np.ndarray] = []
+        for start in range(0, len(texts), batch_size):
+            enc = self.tokenizer.encode_batch(texts[start : start + batch_size])
+            ids = np.array([e.ids for e in enc], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+            feed: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feed["token_type_ids"] = np.array([e.type_ids for e in enc], dtype=np.int64)
+            hidden = self.session.run(None, feed)[0]
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            norm = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out.append((pooled / np.clip(norm, 1e-12, None)).astype(np.float32))
+        if not out:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.concatenate(out)
+
+
+@lru_cache(maxsize=4)
+def load_onnx_model(model_dir: str, cache_dir: str, max_seq_length: int, backend: str) -> OnnxModel:
+    """The ONNX model of ``model_dir`` for ``backend`` (exported on first use), once per process."""
+    if backend not in ONNX_BACKENDS:
+        raise ModelLoadError(f"unknown ONNX backend {backend!r}")
+    mdir = Path(model_dir)
+    if not mdir.is_dir():
+        raise ModelLoadError(f"the ONNX encoder needs a local model directory, not {model_dir!r}")
+    fp32, int8 = onnx_paths(mdir, Path(cache_dir))
+    if not (fp32.exists() and int8.exists()):
+        fp32, int8 = export_onnx(mdir, Path(cache_dir))
+    try:
+        return OnnxModel(int8 if backend == "onnx-int8" else fp32, mdir, max_seq_length)
+    except ModelLoadError:
+        raise
+    except Exception as exc:  # onnxruntime raises its own types for a corrupt graph
+        raise ModelLoadError(f"cannot load the ONNX encoder {fp32.parent}: {exc}") from exc
