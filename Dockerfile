@@ -31,14 +31,15 @@ COPY spider ./spider
 COPY contract ./contract
 COPY bot ./bot
 COPY worker ./worker
-RUN pip install . \
+RUN pip install '.[report]' \
  && python -c "import torch; assert torch.__version__.endswith('+cpu'), torch.__version__" \
  && python -c "from importlib.resources import files; assert all(files(p).joinpath(f).is_file() for p, f in [('spider.comment', 'templates/comment.md.j2'), ('spider.comment', 'templates/too_large.md.j2'), ('spider.graph.resolve', 'stopwords.txt')]), 'package data missing'" \
  && HF_HUB_OFFLINE=1 python -c "from spider.retrieve.dense import bundled_model_path; from sentence_transformers import SentenceTransformer; SentenceTransformer(bundled_model_path(), device='cpu')"
 
-COPY --chmod=755 <<'EOS' /usr/local/bin/spider-bot
+COPY --chmod=755 <<'EOS' /usr/local/bin/spider-bot-entrypoint
 #!/bin/sh
-# Entry point: `bot`, `worker`, or any other command.
+# Entry point: `bot`, `worker`, or any other command (e.g. `spider-bot report`, `spider locate`).
+# Not named spider-bot: that is the operator's console script (db upgrade, report).
 set -e
 case "${1:-bot}" in
   bot)
@@ -63,5 +64,5 @@ VOLUME ["/var/cache/spider"]
 USER spider
 EXPOSE 8000
 
-ENTRYPOINT ["tini", "--", "spider-bot"]
+ENTRYPOINT ["tini", "--", "spider-bot-entrypoint"]
 CMD ["bot"]

@@ -49,3 +49,12 @@ def test_redis_is_shipped_durable() -> None:
     assert "--appendonly yes --appendfsync always --maxmemory-policy noeviction" in docker
     reliability = (ROOT / "docs" / "reliability.md").read_text()
     assert "appendonly yes" in reliability and "appendfsync always" in reliability
+
+
+def test_the_image_keeps_the_operators_console_scripts() -> None:
+    """The entry point must not overwrite `spider-bot` (report, db upgrade), and the image
+    installs the report extra so `spider-bot report --html` draws its plots."""
+    text = (ROOT / "Dockerfile").read_text()
+    assert "/usr/local/bin/spider-bot\n" not in text
+    assert 'ENTRYPOINT ["tini", "--", "spider-bot-entrypoint"]' in text
+    assert "pip install '.[report]'" in text
