@@ -200,6 +200,33 @@ def _markdown(path: Path, result: Localization, repo_url: str | None) -> str:
         raise _fail(str(exc)) from exc
 
 
+model_app = typer.Typer(no_args_is_help=True, help="The embedding model's files.")
+app.add_typer(model_app, name="model")
+
+
+@model_app.command("export")
+def model_export(
+    force: Annotated[bool, typer.Option("--force", help="export again even if present")] = False,
+) -> None:
+    """Export the configured model to ONNX (fp32) and int8 into the cache directory.
+
+    The ONNX encoders do this on first use; run it ahead (e.g. in an image build) so the
+    first query does not pay the export (seconds, and the only step that imports torch).
+    """
+    settings = _settings()
+    try:
+        from spider.retrieve.dense import bundled_model_path
+        from spider.retrieve.onnx_encoder import export_onnx
+
+        paths = export_onnx(
+            Path(settings.model or bundled_model_path()), settings.cache_dir, force=force
+        )
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    for p in paths:
+        typer.echo(f"{p}\t{p.stat().st_size / 1e6:.1f} MB")
+
+
 def _mount_bench() -> None:
     try:
         from spider.bench.cli import bench_app

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spider.retrieve.cold import pooled_dense_scores
 from spider.retrieve.fusion import ranks_from_scores
 from spider.retrieve.tokenize import split_identifier
 
@@ -90,7 +91,9 @@ def _title_ranks(index: Index, fs: FirstStage, title: str) -> dict[str, np.ndarr
     title = title.strip()
     if not title or not index.function_ids:
         return out
-    if "dense" in fs.ranks:
+    if "dense" in fs.ranks and fs.pool is not None:  # cold path: the pool's vectors only
+        out["dense"] = ranks_from_scores(pooled_dense_scores(index, title, fs.pool))
+    elif "dense" in fs.ranks:
         out["dense"] = ranks_from_scores(index.vectors() @ index.encoder().encode_query(title))
     if "bm25" in fs.ranks:
         out["bm25"] = ranks_from_scores(index.lexical().scores(title))

@@ -62,6 +62,7 @@ class FirstStage:
     reranked: bool = False  # whether ``order``'s head was re-sorted by the head model
     head_logits: np.ndarray | None = None  # the head model's logits, in ``order``'s order
     partial: dict[str, Any] | None = None  # set when dense scored only a pool (cold path)
+    pool: np.ndarray | None = None  # the function indices dense scored (cold path)
 
     def shown_rank(self) -> np.ndarray:
         """1-based position of every function in ``order``: the rank a reader sees."""
@@ -86,15 +87,15 @@ def first_stage(
     ranks: dict[str, np.ndarray] = {}
     scores: dict[str, np.ndarray] = {}
     partial: dict[str, Any] | None = None
+    pool: np.ndarray | None = None
     if not dense:
         settings = settings.model_copy(update={"first_stage": "hybrid"})
     elif settings.first_stage in ("dense", "hybrid") and _cold(index, settings):
         cheap = first_stage(index, issue, settings, dense=False).order[: settings.cold_pool]
-        scores["dense"] = pooled_dense_scores(
-            index, text, cheap, cache=not settings.cold_always
-        )
+        scores["dense"] = pooled_dense_scores(index, text, cheap, cache=not settings.cold_always)
         ranks["dense"] = ranks_from_scores(scores["dense"])
         partial = partial_note(len(cheap), len(index.function_ids))
+        pool = cheap
     elif settings.first_stage in ("dense", "hybrid"):
         vecs = index.vectors()
         q = index.encoder().encode_query(text)
@@ -140,4 +141,5 @@ def first_stage(
         signal=sig_arr,
         raw=scores,
         partial=partial,
+        pool=pool,
     )

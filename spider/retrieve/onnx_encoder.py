@@ -10,12 +10,15 @@ pooling over the attention mask, L2 normalisation.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import tempfile
 import threading
+import warnings
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -105,7 +108,7 @@ def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tup
         model = Wrapped().eval()
         ids = torch.ones((2, 16), dtype=torch.long)
         axes = {0: "batch", 1: "tokens"}
-        with tempfile.TemporaryDirectory(dir=fp32.parent) as tmp:
+        with tempfile.TemporaryDirectory(dir=fp32.parent) as tmp, _quiet():
             tmp_fp32 = Path(tmp) / "model.onnx"
             tmp_int8 = Path(tmp) / "model-int8.onnx"
             with torch.no_grad():
@@ -131,6 +134,21 @@ def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tup
             os.replace(tmp_fp32, fp32)
         log.info("exported ONNX encoder of %s to %s", model_dir, fp32.parent)
         return fp32, int8
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The exporter's tracer warnings and the quantizer's root-logger advice are noise to a
+    user of ``spider locate``: silence them for the export only."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.setLevel(level)
 
 
 def _threads() -> int:
