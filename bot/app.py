@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -34,9 +34,9 @@ from bot.errors import (
     QueueUnavailable,
     UnsupportedMediaType,
 )
-from bot.events import Acknowledge, Enqueue, Ignore, route
+from bot.events import Acknowledge, Enqueue, EnqueueIndex, Ignore, route
 from bot.queue import CeleryEnqueuer, Enqueuer, make_publisher
-from contract import logs
+from contract import index_state, logs
 from contract.metrics import RedisCollector
 from contract.redis_client import redis_client as make_redis
 from contract.settings import AppSettings, get_settings
@@ -193,6 +193,8 @@ def _handle(bot: BotState, event: str, payload: dict[str, Any], delivery: str) -
         return {"status": "acknowledged", "reason": decision.reason}
     if isinstance(decision, Ignore):
         return {"status": "ignored", "reason": decision.reason}
+    if isinstance(decision, EnqueueIndex):
+        return _enqueue_index(bot, decision, delivery)
     assert isinstance(decision, Enqueue)
     job = decision.job
     if not bot.ledger.claim(delivery):
@@ -209,6 +211,40 @@ def _handle(bot: BotState, event: str, payload: dict[str, Any], delivery: str) -
         log.warning("delivery id not remembered for long: Redis failed after the enqueue")
     log.info("job queued", extra={"repo": job.repo, "issue": job.issue_number, "trigger": job.trigger})
     return {"status": "queued", "task_id": task_id}
+
+
+def _enqueue_index(bot: BotState, decision: EnqueueIndex, delivery: str) -> dict[str, Any]:
+    """Queue an index job per repository unless one already waits there (that one fetches
+    the newest head when it runs). All or nothing: a failure forgets what it recorded."""
+    if not bot.ledger.claim(delivery):
+        return {"status": "duplicate", "reason": "delivery already queued"}
+    queued: list[tuple[str, str]] = []  # (repo, task id)
+    try:
+        for job in decision.jobs:
+            task_id = job.task_id
+            if not index_state.request(bot.redis, job.repo, task_id, job.sha,
+                                       bot.settings.index_pending_ttl_s):
+                continue
+            queued.append((job.repo, task_id))
+            bot.enqueue(job)
+    except Exception as exc:
+        for repo, task_id in queued:  # best effort: each also expires by itself
+            with suppress(redis.RedisError):
+                index_state.release(bot.redis, repo, task_id)
+        bot.ledger.release(delivery)
+        if isinstance(exc, QueueUnavailable):
+            raise
+        raise QueueUnavailable(f"enqueue failed: {type(exc).__name__}") from exc
+    if not bot.ledger.confirm(delivery):
+        log.warning("delivery id not remembered for long: Redis failed after the enqueue")
+    waiting = len(decision.jobs) - len(queued)
+    log.info("index jobs queued", extra={"repos": [r for r, _ in queued], "waiting": waiting})
+    if not queued:
+        return {"status": "coalesced",
+                "reason": "an index job already waits for this repository; it indexes the "
+                          "newest head"}
+    return {"status": "queued", "task_id": queued[0][1], "task_ids": [t for _, t in queued],
+            "coalesced": waiting}
 
 
 app = create_app()

@@ -18,6 +18,7 @@ from contract.commands import parse_command
 from contract.jobs import (
     ISSUE_ACTIONS,
     FixJob,
+    IndexJob,
     IssueJob,
     comment_trigger,
     issue_trigger,
@@ -25,7 +26,11 @@ from contract.jobs import (
 )
 from contract.policy import is_bot, may_rerun
 
-ACKNOWLEDGED_EVENTS = frozenset({"ping", "installation", "installation_repositories"})
+ACKNOWLEDGED_EVENTS = frozenset({"ping"})
+# An installation on a large organisation may name hundreds of repositories: index this
+# many ahead; the others are indexed on their first issue or push (a partial first answer).
+MAX_INDEX_REPOS_PER_DELIVERY = 200
+_NO_COMMIT = "0" * 40
 
 
 class _Loose(BaseModel):
@@ -58,6 +63,11 @@ class Installation(_Loose):
 
 class Repository(_Loose):
     full_name: str
+    default_branch: str | None = None
+
+
+class RepositoryRef(_Loose):
+    full_name: str
 
 
 class PullRequestPayload(_Loose):
@@ -74,6 +84,13 @@ class EventPayload(_Loose):
     issue: IssuePayload | None = None
     comment: CommentPayload | None = None
     pull_request: PullRequestPayload | None = None
+    # push
+    ref: str | None = None
+    after: str | None = None
+    deleted: bool = False
+    # installation, installation_repositories
+    repositories: list[RepositoryRef] | None = None
+    repositories_added: list[RepositoryRef] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +98,14 @@ class Enqueue:
     """Run the worker for this job (answered 202)."""
 
     job: IssueJob | FixJob
+
+
+@dataclass(frozen=True)
+class EnqueueIndex:
+    """Index these repositories ahead of their issues (answered 202): at most one job
+    waits per repository (``contract.index_state``), on the lowest-priority queue."""
+
+    jobs: tuple[IndexJob, ...]
 
 
 @dataclass(frozen=True)
@@ -97,19 +122,24 @@ class Ignore:
     reason: str
 
 
-Decision = Enqueue | Acknowledge | Ignore
+Decision = Enqueue | EnqueueIndex | Acknowledge | Ignore
 
 
 def route(event: str, payload: dict[str, Any], delivery_id: str) -> Decision:
     """Decide what one webhook delivery asks for. Raises MalformedPayload on bad bodies."""
     if event in ACKNOWLEDGED_EVENTS:
         return Acknowledge(f"{event} acknowledged")
-    if event not in ("issues", "issue_comment", "pull_request"):
+    if event not in ("issues", "issue_comment", "pull_request", "push", "installation",
+                     "installation_repositories"):
         return Ignore(f"event {event!r} is not handled")
     try:
         p = EventPayload.model_validate(payload)
     except ValidationError as exc:
         raise MalformedPayload(f"{event} payload: {exc.error_count()} invalid field(s)") from exc
+    if event == "push":
+        return _route_push(p, delivery_id)
+    if event in ("installation", "installation_repositories"):
+        return _route_installation(event, p, delivery_id)
     if event == "pull_request":
         return _route_pull_request(p, delivery_id)
     if event == "issues" and p.action == "closed" and p.issue is not None:
@@ -218,3 +248,40 @@ def _enqueue_fix(p: EventPayload, delivery_id: str, **number: int) -> Decision:
     except ValueError as exc:
         raise MalformedPayload(str(exc)) from exc
     return Enqueue(job)
+
+
+def _route_push(p: EventPayload, delivery_id: str) -> Decision:
+    """A push to the default branch: index its new head before the next issue arrives."""
+    if p.repository is None or p.ref is None:
+        raise MalformedPayload("push payload lacks repository or ref")
+    branch = p.repository.default_branch
+    if not branch or p.ref != f"refs/heads/{branch}":
+        return Ignore("push to a branch other than the default branch")
+    if p.deleted or not p.after or p.after == _NO_COMMIT:
+        return Ignore("the push deleted the branch")
+    return _enqueue_index(p, delivery_id, [p.repository.full_name], "push", sha=p.after)
+
+
+def _route_installation(event: str, p: EventPayload, delivery_id: str) -> Decision:
+    """The app installed on repositories (or given more): index them ahead of their issues."""
+    wanted = "created" if event == "installation" else "added"
+    if p.action != wanted:
+        return Acknowledge(f"{event} acknowledged")
+    refs = p.repositories if event == "installation" else p.repositories_added
+    names = [r.full_name for r in refs or []]
+    if not names:
+        return Acknowledge(f"{event} acknowledged (no repositories listed)")
+    return _enqueue_index(p, delivery_id, names[:MAX_INDEX_REPOS_PER_DELIVERY], "installation")
+
+
+def _enqueue_index(p: EventPayload, delivery_id: str, repos: list[str], reason: str,
+                   sha: str = "") -> Decision:
+    if p.installation is None:
+        raise MalformedPayload("payload lacks installation: is this an app webhook?")
+    try:
+        jobs = tuple(IndexJob(installation_id=p.installation.id, repo=repo,
+                              delivery_id=delivery_id, sha=sha, reason=reason)
+                     for repo in dict.fromkeys(repos))
+    except ValueError as exc:
+        raise MalformedPayload(str(exc)) from exc
+    return EnqueueIndex(jobs)

@@ -13,7 +13,7 @@ from kombu.exceptions import KombuError, OperationalError
 
 from bot.errors import QueueUnavailable
 from contract.broker import celery_conf
-from contract.jobs import FixJob, IssueJob, task_of
+from contract.jobs import Job, task_id_of, task_of
 from contract.settings import AppSettings
 
 # Publishing must not hold a webhook answer for long: GitHub times out after 10 s.
@@ -30,22 +30,23 @@ def make_publisher(settings: AppSettings) -> Celery:
 class Enqueuer(Protocol):
     """Something that queues a job and returns the task id."""
 
-    def __call__(self, job: IssueJob | FixJob) -> str: ...
+    def __call__(self, job: Job) -> str: ...
 
 
 class CeleryEnqueuer:
-    """Publishes ``localize_issue`` (or ``score_fix``) on its queue; the task id is the delivery id."""
+    """Publishes ``localize_issue`` (or ``score_fix``, ``index_repository``) on its queue; the
+    task id is the delivery id (an index job's adds its repository)."""
 
     def __init__(self, app: Celery) -> None:
         self._app = app
 
-    def __call__(self, job: IssueJob | FixJob) -> str:
-        name, queue = task_of(job)  # scoring jobs go to a queue of their own
+    def __call__(self, job: Job) -> str:
+        name, queue = task_of(job)  # scoring and index jobs go to queues of their own
         try:
             result = self._app.send_task(
                 name,
                 kwargs=job.as_kwargs(),
-                task_id=job.delivery_id,
+                task_id=task_id_of(job),
                 queue=queue,
                 retry=True,
                 retry_policy=PUBLISH_RETRY_POLICY,

@@ -124,6 +124,78 @@ class FixJob:
         return asdict(self)
 
 
-def task_of(job: IssueJob | FixJob) -> tuple[str, str]:
+# --- indexing: a repository's default branch indexed before its issues arrive ---
+INDEX_TASK_NAME = "spider.index_repository"
+# Lowest priority: workers consume queues in the order of QUEUES (strict: see
+# contract.broker), and issue workers may be started with ``-Q spider`` only.
+INDEX_QUEUE = "spider-index"
+QUEUES = (QUEUE, FIX_QUEUE, INDEX_QUEUE)  # a plain worker polls them in this order
+INDEX_REASONS = ("installation", "push", "issue")
+_SHA = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})?$")
+
+
+@dataclass(frozen=True)
+class IndexJob:
+    """Index a repository's default branch: graph and every function's embedding cached.
+
+    ``sha`` is the head a push announced ("" when unknown: an installation, or an issue
+    answered from a partial index); the job indexes whatever head it fetches, which is
+    never older. ``reason`` is what asked for it.
+    """
+
+    installation_id: int
+    repo: str
+    delivery_id: str
+    sha: str = ""
+    reason: str = "push"
+
+    def __post_init__(self) -> None:
+        if not valid_repo(self.repo):
+            raise ValueError(f"not a repository name: {self.repo!r}")
+        if not _SHA.match(self.sha):
+            raise ValueError(f"not a commit id: {self.sha!r}")
+        if self.reason not in INDEX_REASONS:
+            raise ValueError(f"not an index reason: {self.reason!r}")
+        if self.installation_id < 1:
+            raise ValueError("installation id must be positive")
+
+    @property
+    def owner(self) -> str:
+        """The repository's owner login."""
+        return self.repo.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The repository's name without the owner."""
+        return self.repo.split("/", 1)[1]
+
+    @property
+    def task_id(self) -> str:
+        """One delivery may ask for several repositories (an installation): one id each."""
+        return f"index:{self.repo}:{self.delivery_id}"
+
+    @property
+    def trigger(self) -> str:
+        """What caused it, for logs."""
+        return f"index.{self.reason}"
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of the task."""
+        return asdict(self)
+
+
+Job = IssueJob | FixJob | IndexJob
+
+
+def task_of(job: Job) -> tuple[str, str]:
     """The task name and queue a job is published to."""
-    return (FIX_TASK_NAME, FIX_QUEUE) if isinstance(job, FixJob) else (TASK_NAME, QUEUE)
+    if isinstance(job, FixJob):
+        return FIX_TASK_NAME, FIX_QUEUE
+    if isinstance(job, IndexJob):
+        return INDEX_TASK_NAME, INDEX_QUEUE
+    return TASK_NAME, QUEUE
+
+
+def task_id_of(job: Job) -> str:
+    """The Celery task id of a job: its delivery id (an index job: one per repository)."""
+    return job.task_id if isinstance(job, IndexJob) else job.delivery_id

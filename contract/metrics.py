@@ -37,12 +37,17 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
                             "(requested, succeeded, given_up)", ("outcome",)),
     "spider_fixes": ("Merged fixes scored against our comment, by outcome (hit, miss, "
                      "no_function_changed)", ("outcome",)),
+    "spider_index_jobs": ("Index jobs by outcome (indexed, skipped, failed, retried, deferred)",
+                          ("outcome",)),
+    "spider_answers": ("Issue rankings by the index they were made from (full; partial: the "
+                       "cold path, a pool embedded)", ("index",)),
 }
 HISTOGRAMS: dict[str, str] = {
     "spider_job_seconds": "Seconds per job attempt, from start to outcome",
     "spider_fetch_seconds": "Seconds to fetch a repository's default branch into its mirror",
     "spider_index_seconds": "Seconds to index a commit (graph and embeddings; cached when known)",
     "spider_query_seconds": "Seconds to locate one issue in an index (first stage and SpIDER)",
+    "spider_index_job_seconds": "Seconds per index job attempt (fetch, graph, every embedding)",
 }
 _SEP = "|"
 

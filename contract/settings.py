@@ -144,6 +144,21 @@ class AppSettings(EngineSettings):
         60, ge=0, description="waits for a slot or lock before the job gives up (hours at the cap)"
     )
 
+    # --- indexing before the issue (worker/indexing.py) and the first comment fast ---
+    issue_cold_pool: int = Field(
+        300, ge=0, description="an issue job on a repository whose functions are mostly not "
+        "embedded yet ranks with BM25 and the issue's signals and embeds only this many best "
+        "candidates (the comment says so; the full index is queued); 0 = it embeds them all"
+    )
+    issue_embed_max: int = Field(
+        1500, ge=0, description="an issue job embeds up to this many missing functions itself "
+        "(a push since the last index: seconds); more, and it takes the cold path above"
+    )
+    index_pending_ttl_s: int = Field(
+        6 * 3600, ge=60, description="a queued index job keeps others of its repository from "
+        "being queued this long at most (a lost job frees the way after it)"
+    )
+
     # --- scoring merged fixes (worker/store, worker/scoring.py) ---
     database_url: str | None = Field(
         None, description="where comments and scored fixes are recorded (SQLAlchemy URL, e.g. "

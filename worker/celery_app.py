@@ -20,7 +20,7 @@ from kombu import Queue
 
 from contract import logs
 from contract.broker import celery_conf
-from contract.jobs import FIX_QUEUE, FIX_TASK_NAME, QUEUE
+from contract.jobs import FIX_QUEUE, FIX_TASK_NAME, INDEX_QUEUE, INDEX_TASK_NAME, QUEUES
 from contract.settings import AppSettings, SettingsError, get_settings
 
 RESULT_TTL_S = 24 * 3600  # outcomes are kept a day, for the replay command and debugging
@@ -46,9 +46,11 @@ def make_celery(settings: AppSettings) -> Celery:
         worker_max_tasks_per_child=MAX_TASKS_PER_CHILD,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
-        # issue jobs and scoring jobs: a plain worker takes both, `-Q spider` only issues
-        task_queues=(Queue(QUEUE), Queue(FIX_QUEUE)),
-        task_routes={FIX_TASK_NAME: {"queue": FIX_QUEUE}},
+        # issue, scoring and index jobs: a plain worker takes all three, always from the
+        # first non-empty queue in this order (contract.broker: queue_order_strategy), so a
+        # waiting issue job goes before any waiting index job; `-Q spider` takes only issues
+        task_queues=tuple(Queue(q) for q in QUEUES),
+        task_routes={FIX_TASK_NAME: {"queue": FIX_QUEUE}, INDEX_TASK_NAME: {"queue": INDEX_QUEUE}},
     )
     return app
 

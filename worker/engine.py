@@ -20,6 +20,9 @@ class Engine(Protocol):
 
     def index(self, checkout: Checkout, settings: EngineSettings) -> Any: ...
 
+    def index_for_issue(self, checkout: Checkout, settings: EngineSettings, *,
+                        embed_max: int) -> tuple[Any, bool]: ...
+
     def locate(self, index: Any, issue: Issue, settings: EngineSettings) -> Localization: ...
 
 
@@ -40,8 +43,46 @@ class SpiderEngine:
 
         return build_index(GitSource(checkout.git_dir, checkout.sha), settings, progress=False)
 
+    def index_for_issue(self, checkout: Checkout, settings: EngineSettings, *,
+                        embed_max: int) -> tuple[Any, bool]:
+        """The index an issue job ranks with, and whether it is partial.
+
+        The graph and BM25 always; the embeddings when at most ``embed_max`` functions lack
+        a cached vector (a warm start reads one matrix; a push since the last index embeds
+        only what changed). With more missing (never indexed, or a cache that was wiped)
+        nothing is embedded here: the query embeds only its pool (the engine's cold path,
+        ``settings.cold_pool``) and the result is partial.
+        """
+        from spider.index import build_index
+        from spider.source import GitSource
+
+        index = build_index(GitSource(checkout.git_dir, checkout.sha),
+                            settings.model_copy(update={"cold_pool": 0}), progress=False,
+                            embed=False)
+        if settings.first_stage not in ("dense", "hybrid") or index.has_vectors():
+            return index, False
+        missing = missing_vectors(index)
+        index.stats["missing_vectors"] = missing
+        if missing <= embed_max:
+            index.vectors()  # embeds the missing ones (and writes the commit's matrix)
+            return index, False
+        return index, True
+
     def locate(self, index: Any, issue: Issue, settings: EngineSettings) -> Localization:
         """The K functions most likely to need an edit, with reasons."""
         from spider.locate import locate
 
         return locate(index, issue, settings)
+
+
+def missing_vectors(index: Any) -> int:
+    """How many of the index's functions have no vector in the embedding cache (one batch
+    read of the cache; nothing is embedded)."""
+    from spider.retrieve.cache import text_key
+
+    docs = index.documents()
+    enc = index.encoder()
+    if enc.cache is None:
+        return len(docs)
+    keys = {text_key(enc.model_id, enc._clip(t)) for t in docs}  # the key encode() uses
+    return len(keys) - len(enc.cache.get_many(keys))

@@ -16,8 +16,9 @@ from typing import Any, Literal
 import redis
 from githubkit.versions.latest.models import IssueComment
 
+from contract import index_state
 from contract.commands import Command, parse_command
-from contract.jobs import IssueJob, comment_id_of
+from contract.jobs import IndexJob, IssueJob, comment_id_of
 from contract.metrics import RECORDER
 from contract.policy import is_bot, may_rerun
 from contract.settings import AppSettings
@@ -83,13 +84,18 @@ class Deps:
     engine: Engine
     policy: RetryPolicy
     store: Any = None  # worker.store.Store: records the posted comment (None: not recorded)
+    # queues an index job unless one already waits for the repository (None: never queued)
+    queue_index: Callable[[IndexJob], None] | None = None
 
 
-def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False) -> Outcome:
+def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
+            after_index: bool = False) -> Outcome:
     """Run one job in a slot of its installation and of its repository, under the issue's
     lock. Skip becomes a ``skipped`` outcome; a slot or lock held by others raises
     NotYourTurn (Throttled, Busy) and nothing has happened yet. ``cheaper``: the run
-    after one that hit the hard time limit (:data:`CHEAPER_SETTINGS`)."""
+    after one that hit the hard time limit (:data:`CHEAPER_SETTINGS`). ``after_index``:
+    the run again of a job answered from a partial index, once the full index is there
+    (it never asks for another run)."""
     s = deps.settings
     ttl = s.lease_ttl_s
     started = time.perf_counter()
@@ -100,7 +106,7 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False) -> Outcome:
                            limit=s.max_jobs_per_repo, ttl_s=ttl), \
                 locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
                            ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
-            outcome = _run(job, deps, started, cheaper)
+            outcome = _run(job, deps, started, cheaper, after_index)
     except Skip as skip:
         log.info("job skipped", extra={"reason": str(skip)})
         return Outcome(status="skipped", reason=str(skip))
@@ -109,7 +115,8 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False) -> Outcome:
     return outcome
 
 
-def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False) -> Outcome:
+def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
+         after_index: bool = False) -> Outcome:
     s = deps.settings
     owner, name = job.owner, job.name
     timings: dict[str, float] = {}
@@ -122,7 +129,7 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False) -> Ou
             raise Skip("pull request")
         if issue.locked:
             raise Skip("the issue is locked")
-        loaded = _load_config(gh, owner, name, repo.default_branch)
+        loaded = load_config(gh, owner, name, repo.default_branch)
         cfg = loaded.config
         if not cfg.enabled:
             raise Skip("disabled in .github/spider.yml")
@@ -166,7 +173,7 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False) -> Ou
                 if files > s.max_source_files:
                     raise _TooManyFiles(files)
                 t1 = time.perf_counter()
-                index = deps.engine.index(checkout, settings)
+                index, partial = _index_for_issue(deps, checkout, settings)
                 t2 = time.perf_counter()
         except RepositoryTooLarge as exc:  # the fetched mirror is larger than GitHub said
             return _too_large(gh, deps, job, cfg.skip_label, size_kb=exc.size_kb,
@@ -174,8 +181,14 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False) -> Ou
         except _TooManyFiles as exc:
             return _too_large(gh, deps, job, cfg.skip_label, files=exc.files,
                               limit_files=s.max_source_files)
+        if partial:  # the engine's cold path: embed only the cheap rankers' best candidates
+            settings = settings.model_copy(update={"cold_pool": s.issue_cold_pool})
         loc = deps.engine.locate(index, Issue(issue.title[:MAX_TITLE_CHARS], body_text), settings)
         t3 = time.perf_counter()
+        updates = False
+        RECORDER.count("spider_answers", "partial" if loc.settings.get("partial_index") else "full")
+        if loc.settings.get("partial_index"):
+            updates = _ask_for_the_full_index(deps, job, after_index)
         if (cfg.min_confidence is not None and loc.confidence is not None
                 and loc.confidence < cfg.min_confidence):
             raise Skip(f"confidence {loc.confidence:.2f} is below min_confidence "
@@ -195,12 +208,41 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False) -> Ou
             skip_label=cfg.skip_label,
             app_name=s.app_name,
             shown=cfg.shown,
+            partial_updates=updates,
         )
         body = render(view, s.template_dir)
         status, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
         record_comment(deps, job, comment_id, checkout.sha, loc, issue.title, body_text)
     return Outcome(status=status, comment_id=comment_id, sha=checkout.sha, body=body,
                    timings={k: round(v, 3) for k, v in timings.items()})
+
+
+def _index_for_issue(deps: Deps, checkout: Any, settings: AppSettings) -> tuple[Any, bool]:
+    """The index to rank with and whether it is partial (too many functions not embedded
+    yet: ``SPIDER_ISSUE_EMBED_MAX``); with ``SPIDER_ISSUE_COLD_POOL=0`` always complete."""
+    if settings.issue_cold_pool <= 0:
+        return deps.engine.index(checkout, settings), False
+    return deps.engine.index_for_issue(checkout, settings, embed_max=settings.issue_embed_max)
+
+
+def _ask_for_the_full_index(deps: Deps, job: IssueJob, after_index: bool) -> bool:
+    """After an answer from a partial index: queue the repository's full index (unless one
+    waits already) and, once, this job's run again after it. True when that run is due, so
+    the comment may say it will be updated."""
+    if deps.queue_index is None:
+        return False
+    rerun = not after_index
+    try:
+        if rerun:  # before queueing: the index job hands the reruns back when it ends
+            index_state.add_rerun(deps.redis, job.repo, job.issue_number,
+                                  {**job.as_kwargs(), "after_index": True})
+        deps.queue_index(IndexJob(job.installation_id, job.repo, job.delivery_id,
+                                  reason="issue"))
+    except Exception as exc:  # Redis or the broker away: the comment goes out all the same
+        log.warning("full index not queued", extra={"error": f"{type(exc).__name__}: {exc}"[:300]})
+        return False
+    log.info("answered from a partial index: full index queued", extra={"rerun": rerun})
+    return rerun
 
 
 def record_comment(deps: Deps, job: IssueJob, comment_id: int, sha: str, loc: Any,
@@ -238,7 +280,7 @@ def _too_large(gh: GitHubClient, deps: Deps, job: IssueJob, skip_label: str,
                    comment_id=comment_id, body=body)
 
 
-def _load_config(gh: GitHubClient, owner: str, name: str, branch: str) -> LoadedConfig:
+def load_config(gh: GitHubClient, owner: str, name: str, branch: str) -> LoadedConfig:
     try:
         text = gh.file_text(owner, name, CONFIG_PATH, branch)
     except GitHubRefused as exc:
@@ -326,7 +368,7 @@ def could_not_finish(job: IssueJob, deps: Deps) -> Outcome:
                     ttl_s=s.lease_ttl_s, wait_s=ISSUE_LOCK_WAIT_S), \
             deps.github(job.installation_id) as gh:
         repo = gh.repository(job.owner, job.name)
-        cfg = _load_config(gh, job.owner, job.name, repo.default_branch).config
+        cfg = load_config(gh, job.owner, job.name, repo.default_branch).config
         ours = find_ours(gh.comments(job.owner, job.name, job.issue_number), s.github_app_id)
         if ours is not None:
             return Outcome(status="timed_out", reason="out of time twice; the comment stays",

@@ -21,8 +21,17 @@ import redis
 from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded, TimeLimitExceeded
 
-from contract import logs
-from contract.jobs import FIX_QUEUE, FIX_TASK_NAME, TASK_NAME, FixJob, IssueJob
+from contract import index_state, logs
+from contract.jobs import (
+    FIX_QUEUE,
+    FIX_TASK_NAME,
+    INDEX_QUEUE,
+    INDEX_TASK_NAME,
+    TASK_NAME,
+    FixJob,
+    IndexJob,
+    IssueJob,
+)
 from contract.metrics import RECORDER
 from contract.redis_client import redis_client
 from contract.settings import AppSettings, get_settings
@@ -56,7 +65,22 @@ def deps() -> Deps:
         engine=SpiderEngine(),
         policy=policy,
         store=Store(settings.database_url_or_default),  # connects on first use only
+        queue_index=lambda job: queue_index(client, settings, job),
     )
+
+
+def queue_index(client: redis.Redis, settings: AppSettings, job: IndexJob) -> bool:
+    """Publish an index job unless one already waits for its repository; True if published."""
+    if not index_state.request(client, job.repo, job.task_id, job.sha,
+                               settings.index_pending_ttl_s):
+        return False
+    try:
+        index_repository.apply_async(kwargs=job.as_kwargs(), task_id=job.task_id,
+                                     queue=INDEX_QUEUE)
+    except Exception:
+        index_state.release(client, job.repo, job.task_id)
+        raise
+    return True
 
 
 def retry_delay(exc: BaseException, retries: int, settings: AppSettings) -> float:
@@ -136,8 +160,9 @@ def after_hard_time_limit(task: Task, exc: BaseException, task_id: str,
           max_retries=None)  # the limits are ours: failures and deferrals are counted apart
 def localize_issue(self: Task, installation_id: int, repo: str, issue_number: int,
                    delivery_id: str, trigger: str, deferrals: int = 0,
-                   hard_limit_hits: int = 0) -> dict[str, Any]:
-    """Localize one issue and post or update its comment."""
+                   hard_limit_hits: int = 0, after_index: bool = False) -> dict[str, Any]:
+    """Localize one issue and post or update its comment (``after_index``: again, once the
+    full index of a repository it answered from a partial index is there)."""
     d = deps()
     settings = d.settings
     job = IssueJob(installation_id, repo, issue_number, delivery_id, trigger)
@@ -161,7 +186,7 @@ def localize_issue(self: Task, installation_id: int, repo: str, issue_number: in
                 elif hard_limit_hits:
                     result = run_job(job, d, cheaper=True)
                 else:
-                    result = run_job(job, d)
+                    result = run_job(job, d, after_index=after_index)
             except NotYourTurn as exc:
                 outcome = "deferred"  # unless _defer gives up and returns
                 given_up = _defer(self, exc, job, deferrals, settings)
@@ -271,3 +296,72 @@ def score_fix(self: Task, installation_id: int, repo: str, delivery_id: str,
         log.info("scoring done", extra={"status": result.status, "reason": result.reason,
                                         "recorded": result.recorded})
         return result.as_dict()
+
+
+# An index job cut by the soft time limit goes on where it stopped (the embedding cache is
+# written every few batches), so it is retried like a transient failure.
+@app.task(name=INDEX_TASK_NAME, bind=True, acks_late=True, reject_on_worker_lost=True,
+          max_retries=None, queue=INDEX_QUEUE)
+def index_repository(self: Task, installation_id: int, repo: str, delivery_id: str,
+                     sha: str = "", reason: str = "push", deferrals: int = 0) -> dict[str, Any]:
+    """Index a repository's default branch ahead of its issues; then run again the issue
+    jobs that were answered from a partial index of it."""
+    from worker.indexing import IndexOutcome, run_index
+
+    d = deps()
+    settings = d.settings
+    job = IndexJob(installation_id, repo, delivery_id, sha, reason)
+    retries = int(self.request.retries or 0)
+    failures = max(0, retries - deferrals)
+    started = time.perf_counter()
+    outcome = "failed"
+    with logs.bind(delivery_id=delivery_id, repo=repo, trigger=job.trigger, attempt=failures + 1):
+        try:
+            try:
+                if not first_starts(d.redis, str(self.request.id), retries,
+                                    settings.max_deliveries):
+                    log.error("index job dropped: it was started too many times")
+                    return IndexOutcome("skipped", "its worker was lost repeatedly").as_dict()
+                result = run_index(job, d)
+            except NotYourTurn as exc:  # the repository's lock (another job fetching)
+                outcome = "deferred"
+                if deferrals >= settings.max_deferrals:
+                    log.error("index job gave up waiting for its turn", extra={"error": str(exc)})
+                    outcome = "failed"
+                    return IndexOutcome("skipped", f"waited {deferrals} times").as_dict()
+                with _requeue_if_the_broker_is_away():
+                    raise self.retry(countdown=defer_delay(deferrals, settings),
+                                     kwargs={**job.as_kwargs(), "deferrals": deferrals + 1},
+                                     max_retries=None) from exc
+            except SoftTimeLimitExceeded as exc:
+                outcome = "retried"
+                given_up = _retry_or_fail(self, exc, failures, settings, transient=True)
+            except Exception as exc:
+                outcome = "retried"
+                given_up = _retry_or_fail(self, exc, failures, settings,
+                                          transient=is_transient(exc))
+            else:
+                outcome = result.status
+                _run_again(result.reruns)
+                return result.as_dict()
+            outcome = "failed"
+            return given_up
+        finally:
+            RECORDER.count("spider_index_jobs", outcome)
+            RECORDER.observe("spider_index_job_seconds", time.perf_counter() - started)
+            RECORDER.flush(d.redis)
+
+
+def _run_again(reruns: list[dict[str, Any]]) -> None:
+    """Publish the issue jobs answered from a partial index again, under new task ids."""
+    for kwargs in reruns:
+        try:
+            job = IssueJob(kwargs["installation_id"], kwargs["repo"], kwargs["issue_number"],
+                           kwargs["delivery_id"], kwargs["trigger"])
+            localize_issue.apply_async(kwargs={**job.as_kwargs(), "after_index": True},
+                                       task_id=f"{job.delivery_id}:indexed")
+        except Exception as exc:  # the partial comment stays; `/spider` refreshes it
+            log.warning("issue job not run again after indexing",
+                        extra={"error": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        log.info("issue job run again after indexing", extra={"issue": job.issue_number})

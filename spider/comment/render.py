@@ -67,6 +67,7 @@ class CommentView:
     config_source: Markdown
     method: Markdown
     skip_label: Markdown
+    partial_note: Markdown | None = None  # ranked from a partial index (the cold path)
 
 
 def reason_words(reason: Reason) -> Markdown:
@@ -122,6 +123,20 @@ def confidence_note(confidence: float | None, bar: float = LOW_CONFIDENCE) -> Ma
     )
 
 
+def partial_note(settings: Mapping[str, Any], *, updates: bool) -> Markdown | None:
+    """One line when the ranking was made from a partial index (the engine's cold path:
+    ``partial_index``, ``embedded_functions``, ``functions`` in the settings), else None.
+    ``updates``: a run after the full index is due, so the comment may promise it."""
+    if not settings.get("partial_index"):
+        return None
+    embedded, functions = settings.get("embedded_functions"), settings.get("functions")
+    counts = (f": {int(embedded):,} of {int(functions):,} functions embedded"
+              if isinstance(embedded, int) and isinstance(functions, int) else "")
+    then = ("; this comment is updated once indexing completes" if updates
+            else "; a later run (`/spider`) ranks from the full index")
+    return Markdown(f"Made from a partial index (the repository is being indexed{counts}){then}.")
+
+
 def _value(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ",".join(str(v) for v in value) or "none"
@@ -157,6 +172,7 @@ def build_view(
     app_name: str,
     shown: int = SHOWN,
     low_confidence: float = LOW_CONFIDENCE,
+    partial_updates: bool = False,
 ) -> CommentView:
     """The view model of one comment. ``notes`` may hold single-backtick code spans.
 
@@ -203,6 +219,7 @@ def build_view(
         ),
         method=plain(loc.method()),
         skip_label=code(skip_label),
+        partial_note=partial_note(loc.settings, updates=partial_updates),
     )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from bot.events import Acknowledge, Enqueue, Ignore, route
+from bot.events import Acknowledge, Enqueue, EnqueueIndex, Ignore, route
 from bot.signature import sign
 from tests.bot.conftest import SECRET, RecordingQueue
 
@@ -30,8 +30,12 @@ def test_there_are_samples() -> None:
 def test_routing(name: str) -> None:
     headers, body, expected = load(name)
     decision = route(headers["X-GitHub-Event"], json.loads(body), headers["X-GitHub-Delivery"])
-    kind = {Enqueue: "enqueue", Ignore: "ignore", Acknowledge: "acknowledge"}[type(decision)]
+    kind = {Enqueue: "enqueue", EnqueueIndex: "enqueue_index", Ignore: "ignore",
+            Acknowledge: "acknowledge"}[type(decision)]
     assert kind == expected["decision"]
+    if isinstance(decision, EnqueueIndex):
+        assert [j.repo for j in decision.jobs] == expected["repos"]
+        assert {j.sha for j in decision.jobs} == {expected["sha"]}
     if isinstance(decision, Enqueue):
         assert decision.job.trigger == expected["trigger"]
         assert decision.job.issue_number == expected["issue"]
@@ -44,7 +48,9 @@ def test_over_http(name: str, client: TestClient, queue: RecordingQueue) -> None
     headers, body, expected = load(name)
     headers = {**headers, "X-Hub-Signature-256": sign(SECRET, body)}
     resp = client.post("/webhook", content=body, headers=headers)
-    status = {"enqueue": "queued", "ignore": "ignored", "acknowledge": "acknowledged"}
+    status = {"enqueue": "queued", "enqueue_index": "queued", "ignore": "ignored",
+              "acknowledge": "acknowledged"}
     assert resp.json()["status"] == status[str(expected["decision"])]
     assert resp.status_code == (200 if expected["decision"] == "acknowledge" else 202)
-    assert len(queue.jobs) == (1 if expected["decision"] == "enqueue" else 0)
+    queued = {"enqueue": 1, "enqueue_index": len(expected.get("repos", []))}
+    assert len(queue.jobs) == queued.get(str(expected["decision"]), 0)

@@ -41,6 +41,12 @@ class StubbornEngine(SpiderEngine):
             _stubborn()
         return super().index(checkout, settings)
 
+    def index_for_issue(self, checkout: Checkout, settings: EngineSettings, *,
+                        embed_max: int) -> tuple[Any, bool]:
+        if settings.first_stage != "bm25":
+            _stubborn()
+        return super().index_for_issue(checkout, settings, embed_max=embed_max)
+
     def locate(self, index: Any, issue: Issue, settings: EngineSettings) -> Localization:
         if "[always]" in issue.title:
             _stubborn()

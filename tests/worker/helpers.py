@@ -104,12 +104,19 @@ class StubEngine:
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
         self.confidence: float | None = None  # what the engine estimates for the first hit
+        self.cold = False  # index_for_issue finds most vectors missing (the cold path)
+        self.indexed: list[tuple[str, EngineSettings]] = []  # full index builds (sha, settings)
 
     def source_files(self, checkout: Checkout, settings: EngineSettings) -> int:
         return 4
 
     def index(self, checkout: Checkout, settings: EngineSettings) -> Checkout:
+        self.indexed.append((checkout.sha, settings))
         return checkout
+
+    def index_for_issue(self, checkout: Checkout, settings: EngineSettings, *,
+                        embed_max: int) -> tuple[Checkout, bool]:
+        return checkout, self.cold
 
     def locate(self, index: Checkout, issue: Issue, settings: EngineSettings) -> Localization:
         self.calls.append({"issue": issue, "k": settings.k, "edges": settings.edges,
@@ -124,8 +131,10 @@ class StubEngine:
             Hit("httpkit/session.py:Session.send", "httpkit/session.py", "Session.send", 5, 7, 0.4,
                 [Reason("hybrid", rank=2)]),
         ]
+        partial = ({"partial_index": True, "embedded_functions": settings.cold_pool,
+                    "functions": 15461} if settings.cold_pool > 0 else {})
         return Localization(index.sha, hits[: settings.k],
                             {"k": settings.k, "selector": settings.selector,
-                             "edges": list(settings.edges)},
+                             "edges": list(settings.edges), **partial},
                             {"first_stage": 0.01, "expansion": 0.0, "total": 0.01},
                             confidence=self.confidence)

@@ -36,7 +36,7 @@ def fake_run(monkeypatch: pytest.MonkeyPatch, settings: AppSettings, redis_clien
     monkeypatch.setattr(tasks, "deps", lambda: deps)
     outcomes: list[object] = []
 
-    def run(job: object, d: object) -> Outcome:
+    def run(job: object, d: object, **_: object) -> Outcome:
         result = outcomes.pop(0)
         if isinstance(result, Exception):
             raise result
