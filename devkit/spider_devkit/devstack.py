@@ -155,6 +155,7 @@ class DevStack:
     persistent_redis: bool = False  # the private Redis keeps an fsynced append-only file
     token_style: str = "ghs"  # the fake's installation tokens: "ghs" or "v1" (see FakeGitHub)
     celery_app: str = "worker.celery_app"  # the workers' -A (a test's module may wrap it)
+    worker_queues: Mapping[str, str] = field(default_factory=dict)  # name -> its -Q (default: all)
 
     def __post_init__(self) -> None:
         self.workdir = Path(self.workdir).resolve()
@@ -225,8 +226,11 @@ class DevStack:
         self._wait_http(self.bot_url + "/healthz", "bot")
 
     def start_worker(self, name: str = "worker") -> None:
-        """Start (or start again) the worker process ``name``."""
+        """Start (or start again) the worker process ``name`` (on the queues
+        ``worker_queues[name]`` names, else on every queue)."""
+        queues = self.worker_queues.get(name)
         self._spawn(name, [sys.executable, "-m", "celery", "-A", self.celery_app, "worker",
+                           *(["-Q", queues] if queues else []),
                            "--pool", "prefork", "--concurrency", str(self.worker_concurrency),
                            "--without-gossip", "--without-mingle", "--without-heartbeat",
                            "--loglevel", "INFO", "--hostname", f"{name}-{uuid.uuid4().hex[:6]}@%h"])

@@ -205,6 +205,8 @@ def send(stack: DevStack, deliveries: list[Delivery], senders: int,
                 answer = resp.json().get("status", "error") if resp.status_code < 500 else "5xx"
                 with lock:
                     result.latencies_ms.append(ms)
+                    if d.issue is None and answer in ("queued", "coalesced"):
+                        answer = f"index {answer}"  # pushes, installations: index jobs
                     result.answers[f"{resp.status_code} {answer}"] += 1
                     if answer == "queued" and d.issue is not None:
                         tasks[resp.json()["task_id"]] = f"{d.issue[0]}#{d.issue[1]}"

@@ -13,7 +13,8 @@ def test_manifest_asks_for_the_least_it_needs() -> None:
     manifest = yaml.safe_load((ROOT / "app.yml").read_text())
     assert manifest["default_permissions"] == {"issues": "write", "contents": "read",
                                                "metadata": "read", "pull_requests": "read"}
-    assert sorted(manifest["default_events"]) == ["issue_comment", "issues", "pull_request"]
+    assert sorted(manifest["default_events"]) == ["issue_comment", "issues", "pull_request",
+                                                  "push"]
     assert manifest["hook_attributes"]["url"].endswith("/webhook")
 
 
