@@ -59,7 +59,7 @@ def test_a_waiting_issue_job_goes_before_a_burst_of_index_jobs(tmp_path: Path) -
             assert stack.result(task_id)["status"] == "indexed"
         done = [r for r in stack.log_records("worker")
                 if r.get("msg") in ("job done", "repository indexed")]
-        assert [r["msg"] for r in done][0] == "job done", done
+        assert done[0]["msg"] == "job done", done
         assert len(done) == 6
 
 
