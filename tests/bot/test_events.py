@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.errors import MalformedPayload
-from bot.events import Acknowledge, Enqueue, Ignore, route
+from bot.events import Acknowledge, Enqueue, EnqueueIndex, Ignore, route
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -109,11 +109,12 @@ NEAR_VALID = st.fixed_dictionaries({
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(["issues", "issue_comment", "ping", "push"]),
+@given(st.sampled_from(["issues", "issue_comment", "ping", "push", "installation",
+                        "installation_repositories"]),
        st.dictionaries(KEYS, JSON, max_size=6) | NEAR_VALID)
 def test_any_payload_is_decided_or_rejected_as_malformed(event: str, payload: dict[str, Any]) -> None:
     try:
         decision = route(event, payload, "d")
     except MalformedPayload:
         return
-    assert isinstance(decision, Enqueue | Ignore | Acknowledge)
+    assert isinstance(decision, Enqueue | EnqueueIndex | Ignore | Acknowledge)
