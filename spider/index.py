@@ -332,7 +332,7 @@ def build_index(
     )
     if embed is None:
         embed = settings.first_stage in ("dense", "hybrid")
-    if embed and settings.cold_pool > 0:
+    if embed and 0 < settings.cold_pool < len(functions):  # a pool as big as the index: embed
         embed = index.has_vectors()  # else the query ranks from a partial index
         index.stats["partial_index"] = not embed
     if embed:

@@ -6,6 +6,7 @@ spider bench runnable --dataset FILE --repos TEMPLATE
 spider bench check-gt --dataset FILE --repos TEMPLATE [--out FILE]
 spider bench show DIR
 spider bench coverage --dataset FILE --repos TEMPLATE [--out FILE.json]
+spider bench speed REPO_PATH [--rev SHA] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -538,6 +539,57 @@ def coverage(
         body = {"command": _command_line(), **report.to_dict()}
         out.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     typer.echo(render_coverage(report))
+
+
+@bench_app.command("speed")
+def speed(
+    repo: Annotated[Path, typer.Argument(help="git repository (bare or not)")],
+    rev: Annotated[str, typer.Option("--rev", help="commit to measure")] = "HEAD",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="JSON file to write")] = None,
+    work: Annotated[
+        Path | None, typer.Option("--work", help="folder for the run's caches (default: temp)")
+    ] = None,
+    backends: Annotated[str, typer.Option(help="encoders to compare")] = "torch,onnx,onnx-int8",
+    sample: Annotated[
+        int, typer.Option(help="function texts per encoder throughput figure (0 = all)")
+    ] = 512,
+    full: Annotated[
+        bool, typer.Option("--full/--no-full", help="also embed every function (shipped encoder)")
+    ] = True,
+    queries: Annotated[int, typer.Option(help="issues for the latency percentiles")] = 20,
+    dataset: Annotated[
+        Path | None, typer.Option("--dataset", "-d", help="take issue texts from this JSONL")
+    ] = None,
+    hook: Annotated[
+        str | None,
+        typer.Option(help="a command to time as one more row (e.g. a webhook replay)"),
+    ] = None,
+) -> None:
+    """Encoder throughput (fp32 vs int8), cold index, cold path, warm load, query p50/p99,
+    warm CLI wall: one run, one machine, the load average beside every figure."""
+    from spider.bench.speed import default_work_dir, measure_speed, render_speed, write_speed
+    from spider.source import GitSource
+
+    try:
+        commit = GitSource(repo, rev).commit or rev
+        texts = [r.issue().text for r in read_dataset(dataset)] if dataset else []
+        run = measure_speed(
+            repo,
+            commit,
+            base=EngineSettings(),
+            work=work or default_work_dir(),
+            backends=[b.strip() for b in backends.split(",") if b.strip()],
+            sample=sample,
+            full=full,
+            queries=queries,
+            issue_texts=texts,
+            hook=hook,
+            log=lambda m: typer.echo(m, err=True),
+        )
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    write_speed(run, out)
+    typer.echo(render_speed(run))
 
 
 def main() -> None:

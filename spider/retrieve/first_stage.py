@@ -74,7 +74,9 @@ class FirstStage:
 def _cold(index: Rankable, settings: EngineSettings) -> bool:
     """Whether dense scores only a pool: the cold path is on and vectors are missing (or
     the benchmark's cold method asks for a first visit)."""
-    return settings.cold_pool > 0 and (settings.cold_always or not index.has_vectors())
+    if not 0 < settings.cold_pool < len(index.function_ids):
+        return False  # off, or the pool would be the whole index
+    return settings.cold_always or not index.has_vectors()
 
 
 def first_stage(

@@ -200,9 +200,18 @@ class OnnxModel:
         return np.concatenate(out)
 
 
-@lru_cache(maxsize=4)
 def load_onnx_model(model_dir: str, cache_dir: str, max_seq_length: int, backend: str) -> OnnxModel:
-    """The ONNX model of ``model_dir`` for ``backend`` (exported on first use), once per process."""
+    """The ONNX model of ``model_dir`` for ``backend`` (exported on first use), once per
+    process and graph folder (cache directories linking one export share one session)."""
+    folder = onnx_paths(Path(model_dir), Path(cache_dir))[0].parent
+    where = str(folder.resolve()) if folder.exists() else cache_dir
+    return _load_onnx_model(model_dir, where, cache_dir, max_seq_length, backend)
+
+
+@lru_cache(maxsize=4)
+def _load_onnx_model(
+    model_dir: str, _where: str, cache_dir: str, max_seq_length: int, backend: str
+) -> OnnxModel:
     if backend not in ONNX_BACKENDS:
         raise ModelLoadError(f"unknown ONNX backend {backend!r}")
     mdir = Path(model_dir)

@@ -1,0 +1,263 @@
+"""``spider bench speed``: what a first and a later comment cost, measured in one run.
+
+On one repository commit, in one process (plus two child processes for the CLI):
+encoder throughput per backend on the same function texts, the full cold index with the
+shipped backend, the cold path's time to a first ranking (only the pool embedded), the
+warm index load, query latency p50/p99 over N issues and the wall time of a warm
+``spider locate`` in a new process. Every step records the load average beside its
+figure: on a shared machine, compare ratios measured in the same run.
+
+The webhook-to-comment latency through the dev stack is the app's half: ``--hook CMD``
+runs and times any command (e.g. a ``spider-bot-replay`` invocation) as one more row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spider.models import Issue
+from spider.settings import EngineSettings
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+WARMUP_TEXTS = 8  # embedded before timing a backend: model load is reported apart
+DEFAULT_SAMPLE = 512  # function texts per backend throughput measurement (0 = every function)
+DEFAULT_QUERIES = 20  # issues for the latency percentiles
+CLI_TIMEOUT_S = 600  # a warm CLI run that takes longer than this is a failure, not a figure
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+@dataclass
+class Step:
+    """One measured figure with the machine load when it was taken."""
+
+    name: str
+    value: float | None
+    unit: str
+    load: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SpeedRun:
+    """Everything measured, in order; ``to_dict`` is what the JSON file holds."""
+
+    repo: str
+    commit: str
+    functions: int = 0
+    steps: list[Step] = field(default_factory=list)
+
+    def add(self, name: str, value: float | None, unit: str, **detail: Any) -> Step:
+        """Record one figure (with the load average now)."""
+        step = Step(name, None if value is None else round(float(value), 3), unit, _load(), detail)
+        self.steps.append(step)
+        return step
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as JSON-ready data."""
+        return {
+            "repo": self.repo,
+            "commit": self.commit,
+            "functions": self.functions,
+            "cpus": os.cpu_count(),
+            "steps": [s.__dict__ for s in self.steps],
+        }
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def _sample(docs: Sequence[str], n: int) -> list[str]:
+    if n <= 0 or n >= len(docs):
+        return list(docs)
+    step = len(docs) / n
+    return [docs[int(i * step)] for i in range(n)]
+
+
+def _fresh_cache(root: Path, name: str, export: Path) -> Path:
+    """A cache directory with nothing in it but a link to the exported ONNX graphs."""
+    d = root / name
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    (d / "models").symlink_to(export / "models", target_is_directory=True)
+    return d
+
+
+def _issues(texts: Sequence[str], n: int, fallback: Sequence[str]) -> list[Issue]:
+    chosen = list(texts[:n]) or [f"{name} does not work as documented" for name in fallback[:n]]
+    out = []
+    for t in chosen:
+        title, _, body = t.strip().partition("\n")
+        out.append(Issue(title=title, body=body))
+    return out
+
+
+def measure_speed(
+    repo: Path,
+    commit: str,
+    *,
+    base: EngineSettings,
+    work: Path,
+    backends: Sequence[str] = BACKENDS,
+    sample: int = DEFAULT_SAMPLE,
+    full: bool = True,
+    queries: int = DEFAULT_QUERIES,
+    issue_texts: Sequence[str] = (),
+    hook: str | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+) -> SpeedRun:
+    """Measure one repository commit (see the module docstring); ``work`` holds the caches."""
+    from spider.index import build_index
+    from spider.locate import locate
+    from spider.retrieve.dense import Encoder, bundled_model_path
+    from spider.retrieve.onnx_encoder import export_onnx
+    from spider.source import GitSource
+
+    run = SpeedRun(repo=str(repo), commit=commit)
+    work.mkdir(parents=True, exist_ok=True)
+    export = work / "export"
+    _, secs = _timed(lambda: export_onnx(Path(base.model or bundled_model_path()), export))
+    run.add("onnx export (once per model)", secs, "s")
+    log(f"export {secs:.1f} s")
+
+    main = _fresh_cache(work, "main", export)
+    settings = base.model_copy(update={"cache_dir": main, "cold_pool": 0})
+    index, secs = _timed(lambda: build_index(GitSource(repo, commit), settings, embed=False))
+    run.functions = len(index.function_ids)
+    run.add("graph + BM25 (cold)", secs, "s", functions=run.functions)
+    log(f"graph {secs:.1f} s, {run.functions} functions")
+    docs = index.documents()
+
+    texts = _sample(docs, sample)
+    rates: dict[str, float] = {}
+    for backend in backends:
+        enc = Encoder(base.model, base.max_seq_length, None, base.embed_batch_size,
+                      backend=backend, export_dir=export)  # fmt: skip
+        _, load_s = _timed(lambda enc=enc: enc.encode(texts[:WARMUP_TEXTS]))
+        _, secs = _timed(lambda enc=enc: enc.encode(texts))
+        rates[backend] = len(texts) / secs if secs else 0.0
+        run.add(f"encode {backend}", rates[backend], "fn/s", texts=len(texts),
+                seconds=round(secs, 2), first_batch_s=round(load_s, 2))  # fmt: skip
+        log(f"{backend}: {rates[backend]:.1f} fn/s")
+    ref = rates.get("torch")
+    for backend, rate in rates.items():
+        if ref and backend != "torch":
+            run.add(f"speed-up {backend} / torch", rate / ref, "x")
+
+    if full:
+        _, secs = _timed(index.vectors)
+        run.add(f"full cold index: embed all ({base.encoder})", secs, "s",
+                functions=run.functions, per_second=round(run.functions / secs, 1) if secs else None)  # fmt: skip
+        log(f"full embed {secs:.1f} s")
+
+    issues = _issues(issue_texts, max(queries, 1), [f.split(":")[-1] for f in index.function_ids])
+
+    cold_dir = _fresh_cache(work, "cold", export)
+    shutil.copytree(main / "graphs", cold_dir / "graphs")  # the graph's cost is the row above
+    pool = base.cold_pool or 300
+    cold_settings = base.model_copy(update={"cache_dir": cold_dir, "cold_pool": pool})
+
+    def first_ranking() -> Any:
+        idx = build_index(GitSource(repo, commit), cold_settings)
+        return locate(idx, issues[0], cold_settings)
+
+    loc, secs = _timed(first_ranking)
+    graph_s = next(s.value for s in run.steps if s.name.startswith("graph")) or 0.0
+    run.add("cold path: first ranking (graph cached)", secs, "s", pool=pool,
+            partial=loc.settings.get("partial_index", False))  # fmt: skip
+    run.add("cold path: first ranking incl. graph", secs + graph_s, "s")
+    log(f"cold first ranking {secs:.1f} s")
+
+    if full:
+        warm, secs = _timed(lambda: build_index(GitSource(repo, commit), settings))
+        run.add("warm index load (in process)", secs, "s", vectors=warm.stats.get("vectors_from"))
+        warm_settings = settings
+        lat = []
+        locate(warm, issues[0], warm_settings)  # the query encoder's load is not a query
+        for issue in issues[:queries]:
+            _, secs = _timed(lambda issue=issue: locate(warm, issue, warm_settings))
+            lat.append(secs)
+        run.add("query p50", float(np.percentile(lat, 50)), "s", n=len(lat))
+        run.add("query p99", float(np.percentile(lat, 99)), "s", n=len(lat))
+        log(f"query p50 {np.percentile(lat, 50):.2f} s")
+        wall, cpu = _cli_wall(repo, commit, main, issues[0], base)
+        run.add("warm CLI locate (new process): wall", wall, "s", encoder=base.encoder)
+        run.add("warm CLI locate (new process): CPU user+sys", cpu, "s")
+    if hook:
+        done, secs = _timed(lambda: subprocess.run(hook, shell=True, check=False))
+        run.add("hook", secs, "s", command=hook, returncode=done.returncode)
+    return run
+
+
+def _cli_wall(
+    repo: Path, commit: str, cache: Path, issue: Issue, settings: EngineSettings
+) -> tuple[float | None, float | None]:
+    """Wall and CPU (user + system) seconds of a warm ``spider locate`` in a fresh process
+    (the second of two). On a busy machine the CPU time bounds the quiet machine's wall."""
+    env = {
+        **os.environ,
+        "SPIDER_CACHE_DIR": str(cache),
+        "SPIDER_ENCODER": settings.encoder,
+        "SPIDER_MODEL": settings.model,
+        "SPIDER_MAX_SEQ_LENGTH": str(settings.max_seq_length),
+    }
+    cmd = [sys.executable, "-m", "spider.cli", "locate", str(repo), "--rev", commit,
+           "--issue", issue.text, "--json"]  # fmt: skip
+    wall: float | None = None
+    cpu: float | None = None
+    for _ in range(2):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, env=env, capture_output=True, check=False, timeout=CLI_TIMEOUT_S)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ok = done.returncode == 0
+        wall = time.perf_counter() - t0 if ok else None
+        used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        cpu = round(used, 3) if ok else None
+    return wall, cpu
+
+
+def render_speed(run: SpeedRun) -> str:
+    """The run as a Markdown table."""
+    lines = [
+        f"`{run.repo}` at `{run.commit[:10]}`, {run.functions} functions, {os.cpu_count()} CPUs",
+        "",
+        "| step | value | unit | load (1 min) |",
+        "|---|---:|---|---:|",
+    ]
+    for s in run.steps:
+        value = "failed" if s.value is None else f"{s.value:g}"
+        lines.append(f"| {s.name} | {value} | {s.unit} | {s.load:g} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_speed(run: SpeedRun, out: Path | None) -> None:
+    """Write the JSON (and a Markdown copy beside it) when ``out`` is given."""
+    if out is None:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(run.to_dict(), indent=2) + "\n")
+    out.with_suffix(".md").write_text(render_speed(run))
+
+
+def default_work_dir() -> Path:
+    """A temporary folder for the run's caches."""
+    return Path(tempfile.mkdtemp(prefix="spider-speed-"))

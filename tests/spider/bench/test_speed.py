@@ -1,0 +1,39 @@
+"""``spider bench speed`` on a tiny repository: every row is measured, nothing timed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from spider.bench.speed import measure_speed, render_speed, write_speed
+from spider.settings import EngineSettings
+from tests.spider.bench.helpers import commit_files, init_repo
+
+CODE = {
+    "m.py": "".join(
+        f"def f{i}(x):\n    return x + {i}\n\n\nclass C{i}:\n    def run(self):\n        return {i}\n\n\n"
+        for i in range(6)
+    )
+}
+
+
+def test_speed_measures_every_step(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    sha = commit_files(repo, CODE, "base")
+    settings = EngineSettings(encoder="onnx-int8", cold_pool=4)
+    run = measure_speed(
+        repo, sha, base=settings, work=tmp_path / "work", backends=["onnx-int8"], sample=4,
+        queries=3, issue_texts=["f3 returns the wrong value\nit adds 3"],
+    )  # fmt: skip
+    names = [s.name for s in run.steps]
+    assert run.functions == 12
+    for expected in ("encode onnx-int8", "query p99", "warm CLI locate (new process): wall"):
+        assert expected in names
+    by_name = {s.name: s for s in run.steps}
+    assert by_name["cold path: first ranking (graph cached)"].detail["partial"] is True
+    assert by_name["warm index load (in process)"].detail["vectors"] == "matrix"
+    assert by_name["warm CLI locate (new process): wall"].value is not None
+    write_speed(run, tmp_path / "speed.json")
+    data = json.loads((tmp_path / "speed.json").read_text())
+    assert data["functions"] == 12 and len(data["steps"]) == len(run.steps)
+    assert "| encode onnx-int8 |" in render_speed(run)
