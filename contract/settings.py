@@ -151,8 +151,9 @@ class AppSettings(EngineSettings):
         "candidates (the comment says so; the full index is queued); 0 = it embeds them all"
     )
     issue_embed_max: int = Field(
-        1500, ge=0, description="an issue job embeds up to this many missing functions itself "
-        "(a push since the last index: seconds); more, and it takes the cold path above"
+        500, ge=0, description="an issue job embeds up to this many missing functions itself "
+        "(a push since the last index: seconds; MiniLM on 2 cores ~30/s with torch); more, "
+        "and it takes the cold path above"
     )
     index_pending_ttl_s: int = Field(
         6 * 3600, ge=60, description="a queued index job keeps others of its repository from "

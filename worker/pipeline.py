@@ -168,6 +168,7 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
             with locks.held(deps.redis, locks.repo_lock_name(job.repo),
                             ttl_s=s.lease_ttl_s, wait_s=s.lock_wait_s):
                 t0 = time.perf_counter()
+                fetched_at = index_state.now_us(deps.redis)
                 checkout = deps.mirrors.fetch(job.repo, repo.default_branch, gh.token)
                 files = deps.engine.source_files(checkout, settings)
                 if files > s.max_source_files:
@@ -175,6 +176,8 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
                 t1 = time.perf_counter()
                 index, partial = _index_for_issue(deps, checkout, settings)
                 t2 = time.perf_counter()
+                if not partial:  # every function embedded: the head is indexed
+                    _record_indexed(deps, job.repo, checkout.sha, fetched_at, index)
         except RepositoryTooLarge as exc:  # the fetched mirror is larger than GitHub said
             return _too_large(gh, deps, job, cfg.skip_label, size_kb=exc.size_kb,
                               limit_kb=exc.limit_kb)
@@ -223,6 +226,16 @@ def _index_for_issue(deps: Deps, checkout: Any, settings: AppSettings) -> tuple[
     if settings.issue_cold_pool <= 0:
         return deps.engine.index(checkout, settings), False
     return deps.engine.index_for_issue(checkout, settings, embed_max=settings.issue_embed_max)
+
+
+def _record_indexed(deps: Deps, repo: str, sha: str, fetched_at: int, index: Any) -> None:
+    """Record the head an issue job indexed in full (as an index job would), so a push or an
+    installation event for it finds nothing left to do. Best effort."""
+    try:
+        functions = int((getattr(index, "stats", None) or {}).get("functions", 0))
+        index_state.record_indexed(deps.redis, repo, sha, fetched_at, functions)
+    except Exception as exc:
+        log.warning("indexed head not recorded", extra={"error": type(exc).__name__})
 
 
 def _ask_for_the_full_index(deps: Deps, job: IssueJob, after_index: bool) -> bool:
