@@ -150,6 +150,8 @@ def run(source: Path, workdir: Path, *, samples: int, phases: list[str], behind:
         if "cold" in phases:
             first, _, number = bench.issue_latency(timeout_s)
             body = stack.fake.bot_comments(repo, number)[0].body
+            print(f"cold: first comment after {first:.2f} s (partial: "
+                  f"{'Made from a partial index' in body})", file=sys.stderr, flush=True)
             t1 = time.perf_counter()
             index_s = bench.wait_indexed(bench.head(), timeout_s)
             deadline = time.monotonic() + timeout_s
