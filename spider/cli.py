@@ -68,7 +68,7 @@ def index(
 ) -> None:
     """Build or warm the index (graph + embeddings) and print what it holds."""
     try:
-        settings = _settings(first_stage=first_stage)
+        settings = _settings(first_stage=first_stage, cold_pool=0)  # index = embed everything
         from spider.index import build_index
 
         t0 = time.perf_counter()

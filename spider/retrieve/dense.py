@@ -32,6 +32,10 @@ def encoder_model_id(model: str, max_seq_length: int, backend: str = "torch") ->
     """What cache keys are derived from: model, token cap and (except torch, for the caches
     made before there were backends) the backend."""
     base = f"{model or BUNDLED_MODEL_ID}@{max_seq_length}"
+    if backend == "onnx-int8":  # int8 vectors depend on which weights were quantized
+        from spider.retrieve.onnx_encoder import INT8_SCHEME
+
+        return f"{base}+{backend}:{INT8_SCHEME}"
     return base if backend == "torch" else f"{base}+{backend}"
 
 
