@@ -23,7 +23,11 @@ RUN apt-get update \
 
 # torch from the CPU index first: from PyPI the same version pulls the CUDA build (GBs).
 # The later `pip install .` accepts 2.13.0+cpu for the pin torch==2.13.0.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"
+# Its C++ headers and test binaries are never used at run time: removed in the same layer.
+RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" \
+ && SP=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+ && rm -rf "$SP/torch/include" "$SP/torch/test" \
+ && find "$SP" -type d -name tests -prune -exec rm -rf {} +
 
 WORKDIR /app
 COPY pyproject.toml README.md ./
@@ -31,8 +35,12 @@ COPY spider ./spider
 COPY contract ./contract
 COPY bot ./bot
 COPY worker ./worker
+# The packages' own test suites are never used at run time: removed in the same layer.
 RUN pip install '.[report]' \
+ && SP=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+ && find "$SP" -type d -name tests -prune -exec rm -rf {} + \
  && python -c "import torch; assert torch.__version__.endswith('+cpu'), torch.__version__" \
+ && python -c "import sklearn.linear_model, scipy.sparse, matplotlib.pyplot, onnxruntime, sqlalchemy, alembic, sympy, networkx, transformers" \
  && python -c "from importlib.resources import files; assert all(files(p).joinpath(f).is_file() for p, f in [('spider.comment', 'templates/comment.md.j2'), ('spider.comment', 'templates/too_large.md.j2'), ('spider.graph.resolve', 'stopwords.txt')]), 'package data missing'" \
  && HF_HUB_OFFLINE=1 python -c "from spider.retrieve.dense import bundled_model_path; from sentence_transformers import SentenceTransformer; SentenceTransformer(bundled_model_path(), device='cpu')"
 
