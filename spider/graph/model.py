@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -126,10 +128,18 @@ class CodeGraph:
             "stats": self.stats.to_dict(),
             "graph": nx.node_link_data(self.g, edges="edges"),
         }
-        tmp = Path(str(path) + ".tmp")
-        with gzip.open(tmp, "wt", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        tmp.replace(path)
+        path = Path(path)
+        # a temporary name of this writer's own: two processes (an issue job and an index
+        # job) may save the same commit's graph at once, and each rename must find its file
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+        tmp = Path(name)
+        try:
+            with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8") as fh:
+                json.dump(data, fh)
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: str | Path) -> CodeGraph:

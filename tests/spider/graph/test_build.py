@@ -218,3 +218,19 @@ def test_odd_but_valid_inputs(tmp_path: Path) -> None:
     }
     assert edges(cg, "invokes") == {("bom.py:f", "bom.py:g")}
     assert cg.node("empty.py").end_line == 1
+
+
+def test_concurrent_saves_of_one_graph_never_collide(tmp_path: Path) -> None:
+    """An issue job and an index job may cache the same commit's graph at the same moment."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from spider.graph.model import CodeGraph
+
+    g = CodeGraph(commit="c" * 40)
+    for i in range(200):
+        g.add_node(f"a.py:f{i}", kind="function", path="a.py", name=f"f{i}", text="x" * 200)
+    target = tmp_path / "graph.json.gz"
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda _: g.save(target), range(32)))
+    assert CodeGraph.load(target).functions() == g.functions()
+    assert not list(tmp_path.glob("*.tmp"))
