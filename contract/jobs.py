@@ -40,8 +40,24 @@ def valid_repo(full_name: str) -> bool:
     return bool(_REPO.match(full_name)) and full_name.split("/")[1] not in (".", "..")
 
 
+class _InRepository:
+    """What every job says about its repository (``repo`` is ``owner/name``)."""
+
+    repo: str
+
+    @property
+    def owner(self) -> str:
+        """The repository's owner login."""
+        return self.repo.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        """The repository's name without the owner."""
+        return self.repo.split("/", 1)[1]
+
+
 @dataclass(frozen=True)
-class IssueJob:
+class IssueJob(_InRepository):
     """Localize one issue: the arguments of the ``localize_issue`` task."""
 
     installation_id: int
@@ -58,16 +74,6 @@ class IssueJob:
         if self.issue_number < 1 or self.installation_id < 1:
             raise ValueError("issue number and installation id must be positive")
 
-    @property
-    def owner(self) -> str:
-        """The repository's owner login."""
-        return self.repo.split("/", 1)[0]
-
-    @property
-    def name(self) -> str:
-        """The repository's name without the owner."""
-        return self.repo.split("/", 1)[1]
-
     def as_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the task."""
         return asdict(self)
@@ -81,7 +87,7 @@ FIX_QUEUE = "spider-fixes"
 
 
 @dataclass(frozen=True)
-class FixJob:
+class FixJob(_InRepository):
     """Score what a fix changed against the functions our comment listed.
 
     Either ``pull_number`` (a merged pull request: every issue it closes) or
@@ -101,16 +107,6 @@ class FixJob:
             raise ValueError("a fix job names a pull request or an issue, not both")
         if self.installation_id < 1 or (self.pull_number or self.issue_number or 0) < 1:
             raise ValueError("numbers and installation id must be positive")
-
-    @property
-    def owner(self) -> str:
-        """The repository's owner login."""
-        return self.repo.split("/", 1)[0]
-
-    @property
-    def name(self) -> str:
-        """The repository's name without the owner."""
-        return self.repo.split("/", 1)[1]
 
     @property
     def trigger(self) -> str:
@@ -135,7 +131,7 @@ _SHA = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})?$")
 
 
 @dataclass(frozen=True)
-class IndexJob:
+class IndexJob(_InRepository):
     """Index a repository's default branch: graph and every function's embedding cached.
 
     ``sha`` is the head a push announced ("" when unknown: an installation, or an issue
@@ -158,16 +154,6 @@ class IndexJob:
             raise ValueError(f"not an index reason: {self.reason!r}")
         if self.installation_id < 1:
             raise ValueError("installation id must be positive")
-
-    @property
-    def owner(self) -> str:
-        """The repository's owner login."""
-        return self.repo.split("/", 1)[0]
-
-    @property
-    def name(self) -> str:
-        """The repository's name without the owner."""
-        return self.repo.split("/", 1)[1]
 
     @property
     def task_id(self) -> str:
