@@ -238,6 +238,17 @@ def _mount_bench() -> None:
 _mount_bench()
 
 
+def _mount_train() -> None:
+    try:
+        from spider.train.cli import train_app
+    except ImportError:  # the training package needs the bench extra
+        return
+    app.add_typer(train_app, name="train")
+
+
+_mount_train()
+
+
 def main() -> None:
     """Console-script entry point."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

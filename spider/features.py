@@ -1,7 +1,10 @@
 """Features of a function for one query: the one place the learned stages read them from.
 
-Three consumers, one convention:
+Four consumers, one convention:
 
+- the pool ranker (``spider.pool_rank``) re-scores the first stage's top N with
+  :func:`ranker_features` (columns :data:`RANKER_FEATURES`), and ``spider train corpus``
+  stores exactly these rows for fitting it;
 - the head re-ranker (``spider.rerank``) scores the first stage's top K with
   :func:`head_features` (columns :data:`HEAD_FEATURES`);
 - the selector's neighbours carry :func:`pool_features` (per-ranker ranks and the issue
@@ -24,6 +27,7 @@ import numpy as np
 
 from spider.retrieve.cold import pooled_dense_scores
 from spider.retrieve.fusion import ranks_from_scores
+from spider.retrieve.signals import STRENGTH, extract_signals, looks_like_code
 from spider.retrieve.tokenize import split_identifier
 
 if TYPE_CHECKING:
@@ -50,6 +54,38 @@ HEAD_FEATURES = (
     "log_file_best",  # best fused rank of any function in the same file
     "log_neighbour_best",  # best fused rank among its contains/invokes neighbours
 )
+
+# What the pool ranker reads: the head features and what the first stage cannot weigh
+# itself (which words of the issue the function's name and body hold, where it sits in
+# the graph relative to what the issue names, its file's standing), plus a few per-issue
+# constants so that the trees can condition on the kind of issue.
+SIGNAL_KINDS = tuple(STRENGTH)  # frame, qualified, backtick, name, member, component, file
+RANKER_FEATURES = (
+    *HEAD_FEATURES,
+    "dense_cos",  # raw cosine of issue and function
+    "file_share",  # file-level BM25 score / the best file's
+    *(f"signal_{kind}" for kind in SIGNAL_KINDS),  # the strongest signal's kind, one-hot
+    "dunder",  # `__x__` other than `__init__`
+    "method",  # defined inside a class
+    "name_mentioned",  # its short name appears as a word in the issue
+    "scope_mentioned",  # its class (enclosing name) appears as a word in the issue
+    "file_mentioned",  # its file's name (without extension) appears as a word in the issue
+    "name_overlap",  # share of its name's parts that are words of the issue
+    "body_terms",  # how many of the issue's code-shaped words its text holds (log1p)
+    "body_share",  # the same as a share of the issue's code-shaped words
+    "log_callers",  # functions that invoke it (log1p)
+    "log_callees",  # functions it invokes (log1p)
+    "neighbour_signal",  # strongest issue signal among its contains/invokes neighbours
+    "class_signal",  # strongest issue signal among the other functions of its class
+    "file_top20",  # functions of its file in the fused top 20
+    "log_rank_in_file",  # its fused rank among the functions of its file
+    "log_file_functions",  # functions in its file
+    "log_functions",  # functions in the repository (per issue)
+    "log_issue_chars",  # length of the issue (per issue)
+    "issue_frames",  # stack frames in the issue (per issue)
+    "issue_code_words",  # code-shaped words in the issue (log1p, per issue)
+)
+_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # What the offline selector's neighbour model reads: neighbour_features, the pool
 # features of the neighbour (per-ranker ranks, its issue signal) and the centre's signal.
@@ -149,6 +185,120 @@ def head_features(
             ]
         )
     return np.array(rows, dtype=np.float64).reshape(len(rows), len(HEAD_FEATURES))
+
+
+# -- pool ranker ------------------------------------------------------------------------
+
+
+def _scope(name: str) -> str:
+    """The enclosing name of a qualified name (``Session`` for ``Session.send``), or ''."""
+    parts = name.split("#")[0].split(".")
+    return parts[-2] if len(parts) > 1 else ""
+
+
+def _file_stem(path: str) -> str:
+    base = path.rsplit("/", 1)[-1]
+    return base.rsplit(".", 1)[0] if "." in base else base
+
+
+def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: Issue) -> np.ndarray:
+    """Feature rows (``RANKER_FEATURES`` order) for the function indices ``items`` of ``fs``."""
+    items = [int(i) for i in items]
+    head = head_features(index, fs, items, issue)
+    n_items = len(items)
+    out = np.zeros((n_items, len(RANKER_FEATURES)), dtype=np.float64)
+    out[:, : len(HEAD_FEATURES)] = head
+    if not n_items:
+        return out
+    col = {name: j for j, name in enumerate(RANKER_FEATURES)}
+    ids = index.function_ids
+    g = index.graph
+    text = issue.text
+    words = set(_WORD_RE.findall(text))
+    lower_words = {w.lower() for w in words}
+    _, parts = issue_vocabulary(issue)
+    code_words = {w for w in words if len(w) > 3 and looks_like_code(w)}
+    signal = fs.signal if fs.signal is not None else np.zeros(len(ids))
+    raw_d = fs.raw.get("dense")
+    file_of = index.file_of()
+    file_scores = index.file_lexical().scores(text) if fs.kind == "hybrid" else None
+    top_file = float(file_scores.max()) if file_scores is not None and len(file_scores) else 0.0
+    file_sizes = np.bincount(file_of) if len(file_of) else np.zeros(0, dtype=np.int64)
+    top20 = np.bincount(file_of[fs.order[:20]], minlength=len(file_sizes)) if len(ids) else None
+    pos = index.name_table().index_of
+    documents = index.documents()
+    frames = len(extract_signals(text).frames)
+    for r, i in enumerate(items):
+        node = ids[i]
+        attrs = g.g.nodes[node]
+        name = attrs.get("name", "")
+        short = short_name(name)
+        scope = _scope(name)
+        path = attrs.get("path", "")
+        row = out[r]
+        row[col["dense_cos"]] = float(raw_d[i]) if raw_d is not None else 0.0
+        if file_scores is not None and top_file > 0:
+            row[col["file_share"]] = float(file_scores[file_of[i]]) / top_file
+        kind = fs.evidence.get(i, "").partition(":")[0]
+        if kind in SIGNAL_KINDS:
+            row[col[f"signal_{kind}"]] = 1.0
+        row[col["dunder"]] = float(
+            short.startswith("__") and short.endswith("__") and short != "__init__"
+        )
+        row[col["method"]] = float(bool(scope))
+        row[col["name_mentioned"]] = float(len(short) > 2 and short in words)
+        row[col["scope_mentioned"]] = float(len(scope) > 2 and scope in words)
+        stem = _file_stem(path)
+        row[col["file_mentioned"]] = float(
+            len(stem) > 2
+            and stem.lower() not in ("__init__", "index", "main", "utils")
+            and stem.lower() in lower_words
+        )
+        name_parts = {p for p in split_identifier(short) if len(p) > 2}
+        row[col["name_overlap"]] = len(name_parts & parts) / len(name_parts) if name_parts else 0.0
+        body = documents[i]
+        held = sum(1 for w in code_words if w in body)
+        row[col["body_terms"]] = math.log1p(held)
+        row[col["body_share"]] = held / len(code_words) if code_words else 0.0
+        callers = callees = 0
+        near_signal = 0.0
+        for _, v, k in g.g.out_edges(node, keys=True):
+            if k == "invokes":
+                callees += 1
+            if k in ("invokes", "contains") and v in pos:
+                near_signal = max(near_signal, float(signal[pos[v]]))
+        for u, _, k in g.g.in_edges(node, keys=True):
+            if k == "invokes":
+                callers += 1
+            if k in ("invokes", "contains") and u in pos:
+                near_signal = max(near_signal, float(signal[pos[u]]))
+        row[col["log_callers"]] = math.log1p(callers)
+        row[col["log_callees"]] = math.log1p(callees)
+        row[col["neighbour_signal"]] = near_signal
+        parent = _parent_class(g, node)
+        if parent is not None:
+            sibling = [
+                float(signal[pos[v]])
+                for _, v, k in g.g.out_edges(parent, keys=True)
+                if k == "contains" and v != node and v in pos
+            ]
+            row[col["class_signal"]] = max(sibling, default=0.0)
+        f = int(file_of[i])
+        row[col["file_top20"]] = float(top20[f]) if top20 is not None else 0.0
+        row[col["log_file_functions"]] = math.log(max(int(file_sizes[f]), 1))
+    # rank among the functions of the same file, by fused rank
+    by_file: dict[int, list[int]] = {}
+    for i in items:
+        by_file.setdefault(int(file_of[i]), [])
+    members = {f: np.flatnonzero(file_of == f) for f in by_file}
+    for r, i in enumerate(items):
+        m = members[int(file_of[i])]
+        out[r, col["log_rank_in_file"]] = log_rank(1 + int((fs.rank[m] < fs.rank[i]).sum()))
+    out[:, col["log_functions"]] = math.log(max(len(ids), 1))
+    out[:, col["log_issue_chars"]] = math.log(max(len(text), 1))
+    out[:, col["issue_frames"]] = float(frames)
+    out[:, col["issue_code_words"]] = math.log1p(len(code_words))
+    return out
 
 
 # -- selector ---------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from spider.features import pool_features
 from spider.graph.model import CodeGraph
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason
-from spider.rerank import default_calibration, rerank_with_logits
+from spider.pool_rank import Calibration, PoolRanker, default_ranker, rank_pool
+from spider.rerank import HeadCalibration, default_calibration, rerank_with_logits
 from spider.retrieve.first_stage import FirstStage, first_stage
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.select.exchange import Admission
@@ -20,21 +21,38 @@ CLOSE_WORDING_RANK = 10  # a dense rank this good means the text reads like the 
 MAX_TERMS = 3  # shared words shown per hit: the rarest ones say the most
 
 
-def ranked_first_stage(index: Index, issue: Issue, settings: EngineSettings) -> FirstStage:
-    """The first stage, with its top K re-sorted by the head model when settings ask for it."""
+def ranked_first_stage(
+    index: Index, issue: Issue, settings: EngineSettings, *, ranker: PoolRanker | None = None
+) -> FirstStage:
+    """The first stage, re-ordered by the learned model the settings ask for: the pool
+    ranker over the top ``ranker_depth`` (``ranker`` or the shipped one), or the head
+    model over the top K (also when no pool model ships)."""
     fs = first_stage(index, issue, settings)
-    if settings.reranks:
+    if not settings.reranks:
+        return fs
+    if settings.ranker == "pool":
+        ranker = ranker or default_ranker()
+    if settings.ranker == "pool" and ranker is not None:
+        depth = settings.ranker_depth or ranker.depth
+        fs.order, fs.head_logits = rank_pool(index, fs, issue, ranker, depth)
+        fs.ranked_by, fs.ranked_depth = "pool", min(depth, len(fs.order))
+    else:
         fs.order, fs.head_logits = rerank_with_logits(index, fs, settings.k, issue=issue)
-        fs.reranked = True
+        fs.ranked_by, fs.ranked_depth = "head", min(settings.k, len(fs.order))
+    fs.reranked = True
     return fs
 
 
-def confidence(fs: FirstStage) -> float | None:
+def confidence(fs: FirstStage, ranker: PoolRanker | None = None) -> float | None:
     """Calibrated chance that the first listed function needs the edit (None: not estimated)."""
-    cal = default_calibration()
-    if cal is None or fs.head_logits is None or not len(fs.head_logits):
+    if fs.head_logits is None or not len(fs.head_logits):
         return None
-    return cal.probability(float(fs.head_logits[0]))
+    if fs.ranked_by == "pool":
+        ranker = ranker or default_ranker()
+        cal: Calibration | HeadCalibration | None = ranker.calibration if ranker else None
+    else:
+        cal = default_calibration()
+    return None if cal is None else cal.probability(float(fs.head_logits[0]))
 
 
 def evidence_reason(evidence: str) -> Reason:
@@ -87,14 +105,17 @@ def locate(
     settings: EngineSettings | None = None,
     *,
     selector: Selector | None = None,
+    ranker: PoolRanker | None = None,
 ) -> Localization:
-    """The K functions most likely to need an edit for ``issue``, each with its reasons."""
+    """The K functions most likely to need an edit for ``issue``, each with its reasons.
+
+    ``ranker`` replaces the shipped pool ranker (tests, the training's evaluation)."""
     settings = settings or index.settings
     if not issue.text.strip():
         raise EmptyIssue("the issue has no title or body text to search with")
     selector = selector or make_selector(settings)
     t0 = time.perf_counter()
-    fs = ranked_first_stage(index, issue, settings)
+    fs = ranked_first_stage(index, issue, settings, ranker=ranker)
     t1 = time.perf_counter()
     ids = index.function_ids
     pool_n = max(settings.pool, settings.k)
@@ -160,7 +181,8 @@ def locate(
             "k": settings.k,
             "first_stage": settings.first_stage,
             "signals": settings.signals and settings.first_stage == "hybrid",
-            "rerank": fs.reranked,
+            "rerank": fs.ranked_by or False,
+            "ranked_depth": fs.ranked_depth,
             "selector": selector.name,
             "edges": list(settings.edges),
             "centres": settings.centres,
@@ -173,7 +195,7 @@ def locate(
         timings=timings,
         expansion=exp.centres,
         selector_calls=len(exp.requests),
-        confidence=confidence(fs),
+        confidence=confidence(fs, ranker),
     )
 
 

@@ -205,7 +205,12 @@ class Localization:
         if s.get("signals"):
             first += ", plus the issue's own evidence such as tracebacks and names"
         steps = [first]
-        if s.get("rerank"):
+        if s.get("rerank") == "pool":
+            steps.append(
+                f"the top {s.get('ranked_depth', 'N')} re-scored by the learned ranker "
+                "(trained on other projects' fixed issues)"
+            )
+        elif s.get("rerank"):
             steps.append("the top {} re-ranked by the head model".format(s.get("k", "K")))
         if self.selector_calls:
             summary = self.expansion_summary()

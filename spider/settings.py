@@ -131,8 +131,17 @@ class EngineSettings(BaseSettings):
     )
     rerank: bool = Field(
         True,
-        description="order the first-stage top K by the fitted head model (spider/rerank.py; "
-        "hybrid only): the same K functions, likelier ones first",
+        description="re-order the first stage by a learned model (hybrid only): see ranker",
+    )
+    ranker: Literal["pool", "head"] = Field(
+        "pool",
+        description="pool: the learned ranker re-scores the first stage's top ranker_depth "
+        "(spider/pool_rank.py, trained on other projects' issues; the membership of the top "
+        "K can change); head: the logistic head model re-sorts the top K only "
+        "(spider/rerank.py); pool falls back to head when no pool model ships",
+    )
+    ranker_depth: int = Field(
+        0, ge=0, le=2000, description="candidates the pool ranker re-scores; 0 = the model's own"
     )
 
     # --- graph ---

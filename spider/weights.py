@@ -41,6 +41,27 @@ def _number(path: Path, where: str, value: object, hint: str) -> float:
     return float(value)
 
 
+def read_checked(path: str | Path, *, kind: str, regenerate: str) -> dict[str, Any]:
+    """The JSON object of a shipped model file after the checks every kind shares: it
+    parses, its ``schema`` is :data:`SCHEMA_VERSION` and its ``kind`` is ``kind``."""
+    path = Path(path)
+    hint = f"regenerate it with `{regenerate}`"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise WeightsFormatError(f"cannot read weights {path}: {exc}; {hint}") from exc
+    if not isinstance(data, dict):
+        raise WeightsFormatError(f"{path}: not a JSON object; {hint}")
+    if data.get("schema") != SCHEMA_VERSION:
+        raise WeightsFormatError(
+            f"{path}: schema {data.get('schema')!r}, this engine reads schema {SCHEMA_VERSION}; "
+            + hint
+        )
+    if data.get("kind") != kind:
+        raise WeightsFormatError(f"{path}: holds {data.get('kind')!r} weights, not {kind!r}")
+    return data
+
+
 def load_weights(
     path: str | Path,
     *,
@@ -60,19 +81,7 @@ def load_weights(
     optional = optional or {}
     path = Path(path)
     hint = f"regenerate it with `{regenerate}`"
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise WeightsFormatError(f"cannot read weights {path}: {exc}; {hint}") from exc
-    if not isinstance(data, dict):
-        raise WeightsFormatError(f"{path}: not a JSON object; {hint}")
-    if data.get("schema") != SCHEMA_VERSION:
-        raise WeightsFormatError(
-            f"{path}: schema {data.get('schema')!r}, this engine reads schema {SCHEMA_VERSION}; "
-            + hint
-        )
-    if data.get("kind") != kind:
-        raise WeightsFormatError(f"{path}: holds {data.get('kind')!r} weights, not {kind!r}")
+    data = read_checked(path, kind=kind, regenerate=regenerate)
     got_sections: dict[str, dict[str, float]] = {}
     for name, allowed in {**sections, **optional}.items():
         raw = data.get(name)

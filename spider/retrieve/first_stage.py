@@ -59,8 +59,10 @@ class FirstStage:
     evidence: dict[int, str]  # function index -> strongest issue signal, in words
     signal: np.ndarray | None = None  # issue-signal strength per function (0 = none)
     raw: dict[str, np.ndarray] = field(default_factory=dict)  # per ranker: raw score
-    reranked: bool = False  # whether ``order``'s head was re-sorted by the head model
-    head_logits: np.ndarray | None = None  # the head model's logits, in ``order``'s order
+    reranked: bool = False  # whether ``order``'s head was re-sorted by a learned model
+    ranked_by: str | None = None  # which: "pool" (spider.pool_rank) or "head" (spider.rerank)
+    ranked_depth: int = 0  # how many of the first stage's items that model re-scored
+    head_logits: np.ndarray | None = None  # that model's scores, in ``order``'s order
     partial: dict[str, Any] | None = None  # set when dense scored only a pool (cold path)
     pool: np.ndarray | None = None  # the function indices dense scored (cold path)
 

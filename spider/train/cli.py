@@ -1,0 +1,140 @@
+"""``spider train``: build the training corpus and fit the learned models from it.
+
+spider train corpus --dataset FILE [--dataset FILE ...] --repos TEMPLATE --out DIR
+spider train ranker --corpus DIR [--out DIR] [--write-weights]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spider.bench.dataset import read_dataset, select_instances
+from spider.bench.run import template_resolver
+from spider.errors import SpiderError
+from spider.settings import EngineSettings
+
+train_app = typer.Typer(
+    help="Learn the engine's models from real fixes of other projects (never the benchmark's).",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(2)
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _command_line() -> str:
+    args = sys.argv[1:]
+    if args[:1] == ["train"]:
+        args = args[1:]
+    return "spider train " + " ".join(shlex.quote(a) for a in args)
+
+
+@train_app.command("corpus")
+def corpus(
+    dataset: Annotated[
+        list[Path], typer.Option("--dataset", "-d", help="SWE-bench-style JSONL (repeatable)")
+    ],
+    repos: Annotated[str, typer.Option("--repos", "-r", help="repository path template")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="corpus folder (resumable)")],
+    pool: Annotated[int, typer.Option(help="candidates kept per instance")] = 200,
+    max_per_repo: Annotated[int, typer.Option(help="instances per repository at most")] = 40,
+    only_repo: Annotated[str | None, typer.Option(help="comma-separated owner/name")] = None,
+    skip_repo: Annotated[str | None, typer.Option(help="comma-separated owner/name")] = None,
+    budget_s: Annotated[
+        float | None, typer.Option(help="start no new instance after this many seconds")
+    ] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="graph and embedding cache")] = None,
+) -> None:
+    """Collect each instance's candidate pool, features and labels into OUT."""
+    from spider.train.corpus import build_corpus
+
+    logging.getLogger("spider").setLevel(logging.INFO)
+    try:
+        rows = [i for d in dataset for i in read_dataset(d)]
+        rows = select_instances(rows, repos=_split(only_repo))
+        skip = set(_split(skip_repo) or [])
+        rows = [r for r in rows if r.repo not in skip]
+        settings = EngineSettings()
+        if cache_dir is not None:
+            settings = settings.model_copy(update={"cache_dir": cache_dir})
+        summary = build_corpus(
+            rows,
+            template_resolver(repos),
+            settings,
+            out,
+            pool=pool,
+            max_per_repo=max_per_repo,
+            budget_s=budget_s,
+        )
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    typer.echo(json.dumps(summary, indent=2))
+
+
+@train_app.command("ranker")
+def ranker(
+    corpus_dir: Annotated[Path, typer.Option("--corpus", "-c", help="a `train corpus` folder")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="write the CV report here (JSON)")
+    ] = None,
+    write_weights: Annotated[
+        bool, typer.Option("--write-weights", help="replace the shipped spider/pool_ranker.json")
+    ] = False,
+    curve: Annotated[
+        bool, typer.Option("--curve/--no-curve", help="also the learning curve")
+    ] = True,
+) -> None:
+    """Choose the pool ranker's settings by leave-one-repository-out CV and fit it."""
+    from spider.pool_rank import MODEL_FILE, dump_ranker
+    from spider.train import fit_ranker as fitting
+    from spider.train.corpus import read_corpus, summarise
+
+    logging.getLogger("spider").setLevel(logging.INFO)
+    try:
+        rows, bench = fitting.training_rows(read_corpus(corpus_dir))
+        params, cv, calibration = fitting.cross_validate(rows)
+        if curve:
+            cv["learning_curve"] = fitting.learning_curve(rows, params)
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    data = summarise(rows)
+    cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
+    cv["benchmark_rows_left_out"] = bench
+    report = json.dumps(cv, indent=2)
+    if out is not None:
+        out.write_text(report + "\n")
+    typer.echo(
+        json.dumps(
+            {k: cv[k] for k in ("chosen_by", "chosen", "learning_curve") if k in cv}, indent=2
+        )
+    )
+    if write_weights:
+        import lightgbm
+
+        model = fitting.fit(rows, params)
+        meta = {
+            "comment": "Fitted by `spider train ranker` on the training corpus (other projects' "
+            "fixed issues; never a benchmark repository). See README.",
+            "command": _command_line(),
+            "lightgbm": lightgbm.__version__,
+            "params": cv["chosen"]["params"],
+            "cv": {k: cv["chosen"][k] for k in ("instances", "first_stage", "ranker")},
+            "learning_curve": cv.get("learning_curve"),
+            "trained_on": cv["data"],
+        }
+        dump_ranker(MODEL_FILE, model.model_text(), model.depth, calibration, meta)
+        typer.echo(f"wrote {MODEL_FILE}")

@@ -1,0 +1,138 @@
+"""The pool ranker in the engine: its features on a real index, and a list that follows
+the model file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spider.features import RANKER_FEATURES, ranker_features
+from spider.index import Index, build_index
+from spider.locate import locate
+from spider.models import Issue
+from spider.pool_rank import Calibration, PoolRanker, dump_ranker
+from spider.retrieve.first_stage import first_stage
+from spider.settings import EngineSettings
+from spider.source import DirectorySource
+from spider.train.corpus import CorpusRow
+from spider.train.fit_ranker import Params, fit
+
+FILES = {
+    "shop/cart.py": '''
+class Cart:
+    """A shopping cart."""
+
+    def __init__(self):
+        self.items = []
+
+    def add_item(self, sku, quantity):
+        """Add quantity of sku."""
+        self.items.append((sku, quantity))
+
+    def total(self):
+        subtotal = 0
+        for sku, q in self.items:
+            subtotal += price_of(sku) * q
+        return apply_discount(subtotal)
+
+
+def price_of(sku):
+    return {"apple": 3, "pear": 4}.get(sku, 0)
+''',
+    "shop/pricing.py": '''
+def apply_discount(amount):
+    """Ten percent off above 100."""
+    if amount > 100:
+        return amount * 0.9
+    return amount
+
+
+def format_price(amount):
+    return f"${amount:.2f}"
+''',
+}
+ISSUE = Issue(
+    "Cart total is negative",
+    "Calling `Cart.add_item` with -3 apples makes the total negative; see shop/cart.py.",
+)
+LINES = RANKER_FEATURES.index("log_lines")
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    root = tmp_path_factory.mktemp("shop")
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text.lstrip("\n"))
+    settings = EngineSettings(cache_dir=tmp_path_factory.mktemp("cache"), k=3)
+    return build_index(DirectorySource(root), settings)
+
+
+def test_features_read_the_issue_the_graph_and_the_file(index: Index) -> None:
+    fs = first_stage(index, ISSUE, index.settings)
+    ids = index.function_ids
+    items = list(range(len(ids)))
+    x = ranker_features(index, fs, items, ISSUE)
+    assert x.shape == (len(ids), len(RANKER_FEATURES)) and np.isfinite(x).all()
+    col = {n: j for j, n in enumerate(RANKER_FEATURES)}
+    row = {ids[i]: x[r] for r, i in enumerate(items)}
+    add = row["shop/cart.py:Cart.add_item"]
+    assert add[col["name_mentioned"]] == 1 and add[col["scope_mentioned"]] == 1
+    assert add[col["method"]] == 1 and add[col["signal_qualified"]] == 1
+    assert add[col["file_mentioned"]] == 1  # "cart" is a word of the issue
+    fmt = row["shop/pricing.py:format_price"]
+    assert fmt[col["name_mentioned"]] == 0 and fmt[col["method"]] == 0
+    assert fmt[col["file_mentioned"]] == 0
+    # total() calls price_of and apply_discount; price_of is called by total
+    assert row["shop/cart.py:Cart.total"][col["log_callees"]] > 0
+    assert row["shop/cart.py:price_of"][col["log_callers"]] > 0
+    # a sibling of the mentioned method carries its signal as the class's
+    assert row["shop/cart.py:Cart.total"][col["class_signal"]] > 0
+    assert len({float(v) for v in x[:, col["log_functions"]]}) == 1  # per issue
+
+
+def _ranker(prefer_long: bool) -> PoolRanker:
+    """A model taught that longer (or shorter) functions are the likelier edits: length is
+    the only feature that varies, graded relevance teaches the whole order."""
+    rows = []
+    rng = np.random.default_rng(0)
+    for s in range(30):
+        lines = rng.permutation(6) + 1  # 1..6 lines, as in FILES
+        x = np.zeros((6, len(RANKER_FEATURES)))
+        x[:, LINES] = np.log(lines)
+        y = (lines - 1 if prefer_long else 6 - lines).astype(np.int64)
+        rows.append(CorpusRow(f"i{s}", f"o/r{s % 3}", x, y, 1, 0, Path("x")))
+    return fit(rows, Params(leaves=3, trees=60, learning_rate=0.2, min_child=2))
+
+
+def test_the_list_follows_the_model_file(index: Index, tmp_path: Path) -> None:
+    paths = {}
+    for name, prefer_long in (("long", True), ("short", False)):
+        m = _ranker(prefer_long)
+        paths[name] = tmp_path / f"{name}.json"
+        dump_ranker(paths[name], m.model_text(), 50, Calibration(1.0, 0.0), {})
+    settings = index.settings.model_copy(update={"selector": "none"})
+    got = {
+        name: locate(index, ISSUE, settings, ranker=PoolRanker.load(path))
+        for name, path in paths.items()
+    }
+    lines = {name: [h.end_line - h.start_line for h in loc.hits] for name, loc in got.items()}
+    g = index.graph.g
+    every = [g.nodes[n]["end_line"] - g.nodes[n]["start_line"] for n in index.function_ids]
+    assert lines["long"][0] == max(every) and lines["short"][0] == min(every)
+    assert [h.id for h in got["long"].hits] != [h.id for h in got["short"].hits]
+    loc = got["long"]
+    assert loc.settings["rerank"] == "pool" and loc.settings["ranked_depth"] == len(
+        index.function_ids
+    )
+    assert "re-scored by the learned ranker" in loc.method()
+    assert loc.confidence is not None and 0 < loc.confidence < 1
+
+
+def test_head_ranker_on_request(index: Index) -> None:
+    settings = index.settings.model_copy(update={"selector": "none", "ranker": "head"})
+    loc = locate(index, ISSUE, settings, ranker=_ranker(True))
+    assert loc.settings["rerank"] == "head" and loc.settings["ranked_depth"] == 3
+    assert "head model" in loc.method()

@@ -1,0 +1,121 @@
+"""The pool ranker: lambdarank fit, leave-one-repository-out CV, the model file and its checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spider.errors import InputError, WeightsFormatError
+from spider.features import RANKER_FEATURES
+from spider.pool_rank import Calibration, PoolRanker, dump_ranker
+from spider.train.corpus import CorpusRow
+from spider.train.fit_ranker import (
+    Params,
+    cross_validate,
+    fit,
+    learning_curve,
+    metrics,
+    training_rows,
+)
+
+RANK = RANKER_FEATURES.index("log_rank")
+BODY = RANKER_FEATURES.index("body_terms")
+SMALL = (Params(leaves=7, trees=30, min_child=5),)
+
+
+def _row(seed: int, repo: str, n: int = 40) -> CorpusRow:
+    """``n`` candidates in first-stage order; the edited one sits at rank 10..19 and is the
+    only candidate holding many of the issue's code words."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, len(RANKER_FEATURES)))
+    x[:, RANK] = np.log(np.arange(1, n + 1))
+    x[:, BODY] = rng.uniform(0, 1, size=n)
+    y = np.zeros(n, dtype=np.int64)
+    hit = 10 + seed % 10
+    y[hit] = 1
+    x[hit, BODY] = 3.0
+    return CorpusRow(f"i{seed}", repo, x, y, labels=1, unreachable=0, path=Path(f"i{seed}.npz"))
+
+
+ROWS = [_row(i, f"o/r{i % 4}") for i in range(24)]
+
+
+def test_metrics_of_an_ordered_pool() -> None:
+    y = np.array([0, 1, 0, 1])
+    m = metrics(y, labels=3)  # one edited function is outside the pool
+    assert m["R@1"] == 0 and m["R@5"] == pytest.approx(2 / 3)
+    assert m["MRR@20"] == 0.5 and m["A@20"] == 0.0
+
+
+def test_fit_learns_what_the_first_stage_missed() -> None:
+    model = fit(ROWS, SMALL[0])
+    for r in ROWS[:4]:
+        assert int(np.argmax(model.scores(r.x))) == int(np.flatnonzero(r.y)[0])
+
+
+def test_loro_cv_reports_both_orders_and_a_calibration() -> None:
+    params, cv, cal = cross_validate(ROWS, SMALL)
+    assert params == SMALL[0]
+    chosen = cv["chosen"]
+    assert set(chosen["by_repo"]) == {"o/r0", "o/r1", "o/r2", "o/r3"}
+    assert chosen["first_stage"]["R@5"] == 0.0  # the edited one is at rank 10..19
+    assert chosen["ranker"]["R@5"] > 0.9
+    assert cal is not None or chosen["ranker"]["R@1"] in (0.0, 1.0)
+
+
+def test_cv_needs_two_repositories() -> None:
+    with pytest.raises(InputError, match="2 repositories"):
+        cross_validate([r for r in ROWS if r.repo == "o/r0"], SMALL)
+
+
+def test_benchmark_repositories_never_teach() -> None:
+    bench = _row(99, "psf/requests")
+    rows, left_out = training_rows([*ROWS, bench])
+    assert left_out == 1 and bench not in rows
+
+
+def test_learning_curve_has_every_share() -> None:
+    curve = learning_curve(ROWS, SMALL[0], shares=(0.5, 1.0))
+    assert [c["share"] for c in curve] == [0.5, 1.0]
+
+
+def _write(path: Path, ranker: PoolRanker, over: dict[str, object] | None = None) -> Path:
+    dump_ranker(path, ranker.model_text(), 40, Calibration(1.0, -1.0), {"command": "test"})
+    if over:
+        data = json.loads(path.read_text())
+        data.update(over)
+        path.write_text(json.dumps(data))
+    return path
+
+
+def test_model_file_round_trips(tmp_path: Path) -> None:
+    model = fit(ROWS, SMALL[0])
+    back = PoolRanker.load(_write(tmp_path / "m.json", model))
+    assert back.depth == 40 and back.calibration == Calibration(1.0, -1.0)
+    assert back.meta["command"] == "test"
+    np.testing.assert_allclose(back.scores(ROWS[0].x), model.scores(ROWS[0].x))
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"schema": 2}, "schema 2"),
+        ({"kind": "rerank"}, "not 'pool-ranker'"),
+        ({"features": ["log_rank"]}, "other features"),
+        ({"model": "not a model"}, "no LightGBM model text"),
+        ({"model": "tree\nversion=v4\nnum_class=x"}, "LightGBM cannot read"),
+        ({"depth": 0}, "depth"),
+    ],
+)
+def test_model_file_errors_name_the_fix(
+    tmp_path: Path, over: dict[str, object], message: str
+) -> None:
+    path = _write(tmp_path / "m.json", fit(ROWS, SMALL[0]), over)
+    with pytest.raises(WeightsFormatError, match=message) as err:
+        PoolRanker.load(path)
+    assert "spider train ranker --write-weights" in str(err.value) or "weights, not" in str(
+        err.value
+    )
