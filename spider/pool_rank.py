@@ -8,9 +8,16 @@ to what the issue names, the file's standing, size and name shape. Unlike the he
 (``spider.rerank``), it reaches below the top K, so Recall@K moves, not only the order.
 
 The model was fitted by ``spider train ranker`` on real issues of other projects (never
-the benchmark's repositories); the file beside this module holds the LightGBM model text,
-the feature names it was fitted on, the depth it re-scores, a Platt calibration of the
-first item's score and the command and cross-validation figures that produced it.
+the benchmark's repositories); the file beside this module holds its trees, the feature
+names it was fitted on, the depth it re-scores, a Platt calibration of the first item's
+score and the command and cross-validation figures that produced it.
+
+*Why the trees are evaluated here and not by LightGBM.* ``import lightgbm`` imports
+scikit-learn and SciPy (1.6 s on these two cores), more than half of the warm
+``spider locate`` budget, for a prediction over a few hundred rows. LightGBM fits the
+model (``spider train ranker``); :class:`TreeEnsemble` evaluates the trees LightGBM dumps
+(numerical ``<=`` splits, which is all this model has), and a test holds its scores to
+LightGBM's own ``predict`` on the same rows.
 """
 
 from __future__ import annotations
@@ -53,26 +60,128 @@ class Calibration:
 
 
 @dataclass(frozen=True)
+class TreeEnsemble:
+    """A sum of regression trees as flat arrays (all trees' nodes concatenated).
+
+    Node ``j`` splits on ``feature[j]`` (-1 for a leaf) at ``threshold[j]`` (go ``left[j]``
+    when the value is ``<=``, else ``right[j]``); a leaf's output is ``value[j]``.
+    ``roots[t]`` is tree ``t``'s first node; ``depth`` bounds every root-to-leaf path.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    roots: np.ndarray
+    depth: int
+    n_features: int
+
+    @classmethod
+    def from_lightgbm(cls, dump: Mapping[str, Any]) -> TreeEnsemble:
+        """Flatten ``Booster.dump_model()`` (numerical splits only)."""
+        feature: list[int] = []
+        threshold: list[float] = []
+        left: list[int] = []
+        right: list[int] = []
+        value: list[float] = []
+        roots: list[int] = []
+        deepest = 0
+
+        def add(node: Mapping[str, Any], level: int) -> int:
+            nonlocal deepest
+            deepest = max(deepest, level)
+            j = len(feature)
+            feature.append(-1)
+            threshold.append(0.0)
+            left.append(j)
+            right.append(j)
+            value.append(float(node.get("leaf_value", 0.0)))
+            if "split_feature" in node:
+                if node.get("decision_type") != "<=":
+                    raise WeightsFormatError(f"unsupported split {node.get('decision_type')!r}")
+                feature[j] = int(node["split_feature"])
+                threshold[j] = float(node["threshold"])
+                left[j] = add(node["left_child"], level + 1)
+                right[j] = add(node["right_child"], level + 1)
+            return j
+
+        for tree in dump["tree_info"]:
+            roots.append(add(tree["tree_structure"], 0))
+        return cls(
+            np.array(feature, dtype=np.int32),
+            np.array(threshold, dtype=np.float64),
+            np.array(left, dtype=np.int32),
+            np.array(right, dtype=np.int32),
+            np.array(value, dtype=np.float64),
+            np.array(roots, dtype=np.int32),
+            deepest,
+            int(dump.get("max_feature_idx", -1)) + 1,
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TreeEnsemble:
+        """From :meth:`to_dict`'s form (checked: ValueError on anything inconsistent)."""
+        arrays = {
+            k: np.asarray(data[k], dtype=t)
+            for k, t in (
+                ("feature", np.int32),
+                ("threshold", np.float64),
+                ("left", np.int32),
+                ("right", np.int32),
+                ("value", np.float64),
+                ("roots", np.int32),
+            )
+        }
+        n = len(arrays["feature"])
+        if not n or any(len(arrays[k]) != n for k in ("threshold", "left", "right", "value")):
+            raise ValueError("node arrays of different lengths")
+        for k in ("left", "right", "roots"):
+            if len(arrays[k]) and (arrays[k].min() < 0 or arrays[k].max() >= n):
+                raise ValueError(f"{k} points outside the nodes")
+        if not np.isfinite(arrays["threshold"]).all() or not np.isfinite(arrays["value"]).all():
+            raise ValueError("non-finite threshold or value")
+        return cls(**arrays, depth=int(data["depth"]), n_features=int(data["n_features"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (what the model file holds under ``trees``)."""
+        return {
+            "n_features": self.n_features,
+            "depth": self.depth,
+            "roots": self.roots.tolist(),
+            "feature": self.feature.tolist(),
+            "threshold": self.threshold.tolist(),  # json writes the shortest exact repr
+            "left": self.left.tolist(),
+            "right": self.right.tolist(),
+            "value": self.value.tolist(),
+        }
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """The ensemble's raw score for each row of ``x``."""
+        x = np.nan_to_num(np.asarray(x, dtype=np.float64))
+        if x.ndim != 2 or (len(x) and x.shape[1] < self.n_features):
+            raise ValueError(f"expected rows of {self.n_features} features, got {x.shape}")
+        rows = np.arange(len(x))[:, None]
+        at = np.broadcast_to(self.roots, (len(x), len(self.roots))).copy()
+        for _ in range(self.depth):
+            f = self.feature[at]
+            inner = f >= 0
+            if not inner.any():
+                break
+            vals = x[rows, np.where(inner, f, 0)]
+            step = np.where(vals <= self.threshold[at], self.left[at], self.right[at])
+            at = np.where(inner, step, at)
+        return self.value[at].sum(axis=1)
+
+
+@dataclass(frozen=True)
 class PoolRanker:
     """A fitted ranking model over ``RANKER_FEATURES`` and how deep it re-scores."""
 
-    booster: Any  # lightgbm.Booster
+    trees: TreeEnsemble
     depth: int
     calibration: Calibration | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_text(
-        cls,
-        model_text: str,
-        depth: int,
-        calibration: Calibration | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> PoolRanker:
-        """A ranker from LightGBM's model text (what ``Booster.model_to_string`` gives)."""
-        import lightgbm
-
-        return cls(lightgbm.Booster(model_str=model_text), depth, calibration, meta or {})
 
     @classmethod
     def load(cls, path: str | Path = MODEL_FILE) -> PoolRanker:
@@ -84,9 +193,18 @@ class PoolRanker:
             raise WeightsFormatError(
                 f"{path}: fitted on other features than this engine computes; {hint}"
             )
-        text = data.get("model")
-        if not isinstance(text, str) or not text.startswith("tree"):
-            raise WeightsFormatError(f"{path}: no LightGBM model text under 'model'; {hint}")
+        trees = data.get("trees")
+        if not isinstance(trees, dict):
+            raise WeightsFormatError(f"{path}: no trees under 'trees'; {hint}")
+        try:
+            ensemble = TreeEnsemble.from_dict(trees)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise WeightsFormatError(f"{path}: unreadable trees ({exc}); {hint}") from exc
+        if ensemble.n_features != len(RANKER_FEATURES):
+            raise WeightsFormatError(
+                f"{path}: trees over {ensemble.n_features} features, not "
+                f"{len(RANKER_FEATURES)}; {hint}"
+            )
         depth = data.get("depth", DEFAULT_DEPTH)
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise WeightsFormatError(f"{path}: depth must be a positive integer; {hint}")
@@ -100,46 +218,35 @@ class PoolRanker:
         meta = {
             k: v
             for k, v in data.items()
-            if k not in ("schema", "kind", "features", "model", "depth", "calibration")
+            if k not in ("schema", "kind", "features", "trees", "depth", "calibration")
         }
-        try:
-            return cls.from_text(text, depth, calibration, meta)
-        except Exception as exc:  # lightgbm raises its own LightGBMError on a corrupt model
-            raise WeightsFormatError(
-                f"{path}: LightGBM cannot read the model: {exc}; {hint}"
-            ) from exc
+        return cls(ensemble, depth, calibration, meta)
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """The model's score for each row of ``features`` (columns ``RANKER_FEATURES``)."""
         if not len(features):
             return np.zeros(0)
-        return np.asarray(self.booster.predict(features, num_threads=1), dtype=np.float64)
-
-    def model_text(self) -> str:
-        """LightGBM's text form of the model."""
-        return str(self.booster.model_to_string())
+        return self.trees.predict(features)
 
 
 def dump_ranker(
     path: str | Path,
-    model_text: str,
-    depth: int,
-    calibration: Calibration | None,
+    ranker: PoolRanker,
     meta: Mapping[str, Any],
 ) -> None:
-    """Write a model file that :meth:`PoolRanker.load` reads back (meta first, model last)."""
+    """Write a model file that :meth:`PoolRanker.load` reads back (meta first, trees last)."""
     import json
 
     body: dict[str, Any] = {"schema": SCHEMA_VERSION, "kind": MODEL_KIND, **meta}
     body["features"] = list(RANKER_FEATURES)
-    body["depth"] = int(depth)
-    if calibration is not None:
+    body["depth"] = int(ranker.depth)
+    if ranker.calibration is not None:
         body["calibration"] = {
-            "slope": round(calibration.slope, 6),
-            "intercept": round(calibration.intercept, 6),
+            "slope": round(ranker.calibration.slope, 6),
+            "intercept": round(ranker.calibration.intercept, 6),
         }
-    body["model"] = model_text
-    Path(path).write_text(json.dumps(body, indent=1) + "\n")
+    body["trees"] = ranker.trees.to_dict()
+    Path(path).write_text(json.dumps(body, separators=(",", ":")) + "\n")
 
 
 @lru_cache(maxsize=1)

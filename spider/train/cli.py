@@ -123,9 +123,11 @@ def ranker(
         )
     )
     if write_weights:
+        import dataclasses
+
         import lightgbm
 
-        model = fitting.fit(rows, params)
+        model = dataclasses.replace(fitting.fit(rows, params), calibration=calibration)
         meta = {
             "comment": "Fitted by `spider train ranker` on the training corpus (other projects' "
             "fixed issues; never a benchmark repository). See README.",
@@ -136,5 +138,5 @@ def ranker(
             "learning_curve": cv.get("learning_curve"),
             "trained_on": cv["data"],
         }
-        dump_ranker(MODEL_FILE, model.model_text(), model.depth, calibration, meta)
+        dump_ranker(MODEL_FILE, model, meta)
         typer.echo(f"wrote {MODEL_FILE}")

@@ -24,7 +24,7 @@ import numpy as np
 
 from spider.bench.cv import leave_one_repository_out
 from spider.errors import InputError
-from spider.pool_rank import Calibration, PoolRanker
+from spider.pool_rank import Calibration, PoolRanker, TreeEnsemble
 from spider.train.corpus import BENCHMARK_REPOS, CorpusRow
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def fit(rows: Sequence[CorpusRow], params: Params) -> PoolRanker:
     data = lightgbm.Dataset(x, y, group=[len(r.y) for r in teach], free_raw_data=True)
     booster = lightgbm.train(params.lgbm(), data, num_boost_round=params.trees)
     depth = max(len(r.y) for r in teach)
-    return PoolRanker(booster, depth)
+    return PoolRanker(TreeEnsemble.from_lightgbm(booster.dump_model()), depth)
 
 
 def metrics(y: np.ndarray, labels: int) -> dict[str, float]:

@@ -3,6 +3,7 @@ the model file."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -112,7 +113,7 @@ def test_the_list_follows_the_model_file(index: Index, tmp_path: Path) -> None:
     for name, prefer_long in (("long", True), ("short", False)):
         m = _ranker(prefer_long)
         paths[name] = tmp_path / f"{name}.json"
-        dump_ranker(paths[name], m.model_text(), 50, Calibration(1.0, 0.0), {})
+        dump_ranker(paths[name], replace(m, depth=50, calibration=Calibration(1.0, 0.0)), {})
     settings = index.settings.model_copy(update={"selector": "none"})
     got = {
         name: locate(index, ISSUE, settings, ranker=PoolRanker.load(path))

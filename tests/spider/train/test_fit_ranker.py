@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from spider.errors import InputError, WeightsFormatError
 from spider.features import RANKER_FEATURES
-from spider.pool_rank import Calibration, PoolRanker, dump_ranker
+from spider.pool_rank import Calibration, PoolRanker, TreeEnsemble, dump_ranker
 from spider.train.corpus import CorpusRow
 from spider.train.fit_ranker import (
     Params,
@@ -83,12 +84,32 @@ def test_learning_curve_has_every_share() -> None:
 
 
 def _write(path: Path, ranker: PoolRanker, over: dict[str, object] | None = None) -> Path:
-    dump_ranker(path, ranker.model_text(), 40, Calibration(1.0, -1.0), {"command": "test"})
+    dump_ranker(
+        path, replace(ranker, depth=40, calibration=Calibration(1.0, -1.0)), {"command": "test"}
+    )
     if over:
         data = json.loads(path.read_text())
         data.update(over)
         path.write_text(json.dumps(data))
     return path
+
+
+def test_trees_score_as_lightgbm_does() -> None:
+    import lightgbm
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(600, len(RANKER_FEATURES)))
+    y = (x[:, 0] + 0.5 * x[:, 3] > 0.8).astype(int)
+    booster = lightgbm.train(
+        {**SMALL[0].lgbm(), "min_data_in_leaf": 5, "num_leaves": 15},
+        lightgbm.Dataset(x, y, group=[30] * 20),
+        num_boost_round=40,
+    )
+    trees = TreeEnsemble.from_lightgbm(booster.dump_model())
+    test = rng.normal(size=(200, len(RANKER_FEATURES)))
+    np.testing.assert_allclose(trees.predict(test), booster.predict(test), rtol=1e-9, atol=1e-9)
+    back = TreeEnsemble.from_dict(json.loads(json.dumps(trees.to_dict())))
+    np.testing.assert_array_equal(back.predict(test), trees.predict(test))
 
 
 def test_model_file_round_trips(tmp_path: Path) -> None:
@@ -105,8 +126,22 @@ def test_model_file_round_trips(tmp_path: Path) -> None:
         ({"schema": 2}, "schema 2"),
         ({"kind": "rerank"}, "not 'pool-ranker'"),
         ({"features": ["log_rank"]}, "other features"),
-        ({"model": "not a model"}, "no LightGBM model text"),
-        ({"model": "tree\nversion=v4\nnum_class=x"}, "LightGBM cannot read"),
+        ({"trees": "not trees"}, "no trees"),
+        (
+            {
+                "trees": {
+                    "feature": [0],
+                    "threshold": [0.5],
+                    "left": [3],
+                    "right": [0],
+                    "value": [0.0],
+                    "roots": [0],
+                    "depth": 1,
+                    "n_features": 42,
+                }
+            },
+            "unreadable trees",
+        ),
         ({"depth": 0}, "depth"),
     ],
 )
