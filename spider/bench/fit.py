@@ -33,6 +33,7 @@ from spider.bench.dataset import Instance
 from spider.bench.ids import graph_ids_for, normalise_id
 from spider.bench.metrics import aggregate, dedupe, score_instance
 from spider.bench.run import RepoResolver, index_instance
+from spider.errors import SpiderError
 from spider.features import NEIGHBOUR_FEATURES, log_rank, pool_features
 from spider.models import Issue
 from spider.select.base import Candidate, SelectionRequest
@@ -86,7 +87,11 @@ def collect(
             if inst.instance_id in done:
                 continue
             t0 = time.perf_counter()
-            index, truth, id_map = index_instance(inst, resolve, settings)
+            try:
+                index, truth, id_map = index_instance(inst, resolve, settings)
+            except SpiderError as exc:  # one unreadable instance does not end the collection
+                log.warning("fit data %s skipped: %s", inst.instance_id, exc)
+                continue
             issue = inst.issue()
             fs = ranked_first_stage(index, issue, settings)
             ids = index.function_ids
@@ -385,12 +390,18 @@ def fit_chosen(records: Sequence[FitRecord], cv: dict[str, Any], k: int) -> Offl
     return fit_weights(records, k, margin=cv["margin"])
 
 
-def write_weights(weights: OfflineWeights, cv: dict[str, Any], command: str, path: Path) -> None:
+def write_weights(
+    weights: OfflineWeights,
+    cv: dict[str, Any],
+    command: str,
+    path: Path,
+    comment: str = "Fitted by `spider bench fit` on the dev set only; see README.",
+) -> None:
     """Write the weights file the offline selector ships with (CV figures in ``cv``)."""
     k_key = "R@20"
     chosen = cv["by_margin"][str(cv["margin"])]
     data = {
-        "comment": "Fitted by `spider bench fit` on the dev set only; see README.",
+        "comment": comment,
         "command": command,
         "cv": {
             "instances": cv["instances"],

@@ -2,6 +2,7 @@
 
 spider train corpus --dataset FILE [--dataset FILE ...] --repos TEMPLATE --out DIR
 spider train ranker --corpus DIR [--out DIR] [--write-weights]
+spider train selector --dataset FILE [--dataset FILE ...] --repos TEMPLATE --corpus DIR --out DIR
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ def ranker(
     curve: Annotated[
         bool, typer.Option("--curve/--no-curve", help="also the learning curve")
     ] = True,
+    weights_file: Annotated[
+        Path | None, typer.Option(help="write the model here instead of the shipped file")
+    ] = None,
 ) -> None:
     """Choose the pool ranker's settings by leave-one-repository-out CV and fit it."""
     from spider.pool_rank import MODEL_FILE, dump_ranker
@@ -138,5 +142,62 @@ def ranker(
             "learning_curve": cv.get("learning_curve"),
             "trained_on": cv["data"],
         }
-        dump_ranker(MODEL_FILE, model, meta)
-        typer.echo(f"wrote {MODEL_FILE}")
+        target = weights_file or MODEL_FILE
+        dump_ranker(target, model, meta)
+        typer.echo(f"wrote {target}")
+
+
+@train_app.command("selector")
+def selector(
+    dataset: Annotated[
+        list[Path], typer.Option("--dataset", "-d", help="SWE-bench-style JSONL (repeatable)")
+    ],
+    repos: Annotated[str, typer.Option("--repos", "-r", help="repository path template")],
+    corpus_dir: Annotated[
+        Path, typer.Option("--corpus", "-c", help="only the instances of this corpus")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="expansion data and CV report")],
+    pool: Annotated[int, typer.Option(help="the corpus's pool (cold path)")] = 200,
+    write_weights: Annotated[
+        bool,
+        typer.Option("--write-weights", help="replace spider/select/offline_weights.json"),
+    ] = False,
+    cache_dir: Annotated[Path | None, typer.Option(help="graph and embedding cache")] = None,
+    weights_file: Annotated[
+        Path | None, typer.Option(help="write the weights here instead of the shipped file")
+    ] = None,
+) -> None:
+    """Refit the offline neighbour selector on the corpus's expansion candidates: centres
+    are the top of the list the shipped ranker makes, the admission margin is chosen by
+    the η > τ rule under leave-one-repository-out CV (``spider bench fit``'s body)."""
+    from spider.bench import fit as fitting
+    from spider.select.offline import WEIGHTS_FILE
+    from spider.train.corpus import BENCHMARK_REPOS, corpus_settings, dedupe_by_text, read_corpus
+
+    logging.getLogger("spider").setLevel(logging.INFO)
+    try:
+        kept = {r.instance_id for r in read_corpus(corpus_dir) if r.labels > 0}
+        rows = dedupe_by_text(i for d in dataset for i in read_dataset(d))
+        rows = [r for r in rows if r.instance_id in kept and r.repo not in BENCHMARK_REPOS]
+        settings = EngineSettings()
+        if cache_dir is not None:
+            settings = settings.model_copy(update={"cache_dir": cache_dir})
+        settings = corpus_settings(settings, pool).model_copy(update={"rerank": True})
+        records = fitting.collect(rows, template_resolver(repos), settings, out)
+        if not records:
+            raise _fail("no instance could be collected")
+        cv = fitting.cross_validate(records, settings.k)
+    except SpiderError as exc:
+        raise _fail(str(exc)) from exc
+    (out / "selector-cv.json").write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")
+    typer.echo(fitting.describe_cv(cv, settings.k))
+    if write_weights:
+        fitting.write_weights(
+            fitting.fit_chosen(records, cv, settings.k),
+            cv,
+            _command_line(),
+            weights_file or WEIGHTS_FILE,
+            comment="Fitted by `spider train selector` on the training corpus (other projects' "
+            "fixed issues, centres from the shipped pool ranker); see README.",
+        )
+        typer.echo(f"wrote {weights_file or WEIGHTS_FILE}")

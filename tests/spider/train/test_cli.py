@@ -1,0 +1,101 @@
+"""`spider train corpus | ranker | selector` end to end on throwaway repositories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from spider.bench.dataset import write_dataset
+from spider.cli import app
+from spider.pool_rank import PoolRanker
+from spider.select.offline import OfflineWeights
+from tests.spider.bench.helpers import commit_files, init_repo
+from tests.spider.train.test_corpus import FILES, _inst
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Three repositories with the same code (one named like a benchmark repository) and
+    a dataset of one issue each."""
+    mirrors = tmp_path_factory.mktemp("mirrors")
+    rows = []
+    for repo in ("acme/shop", "acme/store", "psf/requests"):
+        root = init_repo(mirrors / repo.replace("/", "+"))
+        sha = commit_files(root, {k: v.lstrip("\n") for k, v in FILES.items()}, "shop")
+        rows.append(_inst(f"{repo.replace('/', '__')}-1", sha, repo=repo))
+    data = tmp_path_factory.mktemp("data") / "train.jsonl"
+    write_dataset(data, rows)
+    return mirrors, data
+
+
+def test_corpus_then_ranker_then_selector(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    mirrors, data = setup
+    common = [
+        "-d",
+        str(data),
+        "-r",
+        str(mirrors / "{owner}+{name}"),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
+    corpus = tmp_path / "corpus"
+    res = runner.invoke(app, ["train", "corpus", *common, "-o", str(corpus), "--pool", "4"])
+    assert res.exit_code == 0, res.output
+    assert json.loads((corpus / "corpus.json").read_text())["total"]["instances"] == 3
+
+    model = tmp_path / "ranker.json"
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "ranker",
+            "-c",
+            str(corpus),
+            "--no-curve",
+            "--write-weights",
+            "--weights-file",
+            str(model),
+            "-o",
+            str(tmp_path / "cv.json"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    cv = json.loads((tmp_path / "cv.json").read_text())
+    assert cv["benchmark_rows_left_out"] == 1  # psf/requests never teaches
+    assert set(cv["data"]["by_repo"]) == {"acme/shop", "acme/store"}
+    ranker = PoolRanker.load(model)
+    assert ranker.meta["command"].startswith("spider train")  # as typed (here: pytest argv)
+    assert ranker.meta["trained_on"]["total"]["instances"] == 2
+
+    weights = tmp_path / "offline.json"
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "selector",
+            *common,
+            "-c",
+            str(corpus),
+            "-o",
+            str(tmp_path / "sel"),
+            "--pool",
+            "4",
+            "--write-weights",
+            "--weights-file",
+            str(weights),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "η" in res.output
+    w = OfflineWeights.load(weights)
+    assert w.margin is not None
+
+
+def test_ranker_without_a_corpus_is_a_clean_error(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["train", "ranker", "-c", str(tmp_path / "none")])
+    assert res.exit_code == 2 and "no corpus" in res.output
