@@ -174,6 +174,15 @@ class TreeEnsemble:
         return self.value[at].sum(axis=1)
 
 
+_RANK_COLUMN = RANKER_FEATURES.index("log_rank")
+
+
+def prior_scores(features: np.ndarray, prior: float) -> np.ndarray:
+    """The score the trees start from: ``prior`` x minus the log of the fused rank, so that
+    with no trees the first stage's order stands (LightGBM's ``init_score``)."""
+    return -prior * np.asarray(features, dtype=np.float64)[:, _RANK_COLUMN]
+
+
 @dataclass(frozen=True)
 class PoolRanker:
     """A fitted ranking model over ``RANKER_FEATURES`` and how deep it re-scores."""
@@ -182,6 +191,7 @@ class PoolRanker:
     depth: int
     calibration: Calibration | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    prior: float = 0.0  # weight of the first stage's order the trees start from (-log rank)
 
     @classmethod
     def load(cls, path: str | Path = MODEL_FILE) -> PoolRanker:
@@ -208,6 +218,13 @@ class PoolRanker:
         depth = data.get("depth", DEFAULT_DEPTH)
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
             raise WeightsFormatError(f"{path}: depth must be a positive integer; {hint}")
+        prior = data.get("prior", 0.0)
+        if (
+            isinstance(prior, bool)
+            or not isinstance(prior, int | float)
+            or not math.isfinite(prior)
+        ):
+            raise WeightsFormatError(f"{path}: prior must be a finite number; {hint}")
         cal = data.get("calibration")
         calibration = None
         if isinstance(cal, dict):
@@ -218,15 +235,15 @@ class PoolRanker:
         meta = {
             k: v
             for k, v in data.items()
-            if k not in ("schema", "kind", "features", "trees", "depth", "calibration")
+            if k not in ("schema", "kind", "features", "trees", "depth", "calibration", "prior")
         }
-        return cls(ensemble, depth, calibration, meta)
+        return cls(ensemble, depth, calibration, meta, float(prior))
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """The model's score for each row of ``features`` (columns ``RANKER_FEATURES``)."""
         if not len(features):
             return np.zeros(0)
-        return self.trees.predict(features)
+        return prior_scores(features, self.prior) + self.trees.predict(features)
 
 
 def dump_ranker(
@@ -240,6 +257,7 @@ def dump_ranker(
     body: dict[str, Any] = {"schema": SCHEMA_VERSION, "kind": MODEL_KIND, **meta}
     body["features"] = list(RANKER_FEATURES)
     body["depth"] = int(ranker.depth)
+    body["prior"] = float(ranker.prior)
     if ranker.calibration is not None:
         body["calibration"] = {
             "slope": round(ranker.calibration.slope, 6),

@@ -24,7 +24,7 @@ import numpy as np
 
 from spider.bench.cv import leave_one_repository_out
 from spider.errors import InputError
-from spider.pool_rank import Calibration, PoolRanker, TreeEnsemble
+from spider.pool_rank import Calibration, PoolRanker, TreeEnsemble, prior_scores
 from spider.train.corpus import BENCHMARK_REPOS, CorpusRow
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ class Params:
     trees: int
     learning_rate: float = 0.05
     min_child: int = 50
+    prior: float = 0.0  # the trees start from prior x the first stage's order (-log rank)
 
     def lgbm(self) -> dict[str, Any]:
         """LightGBM parameters for this point (deterministic, two threads)."""
@@ -65,7 +66,10 @@ class Params:
 
 
 GRID: tuple[Params, ...] = tuple(
-    Params(leaves, trees) for leaves in (7, 15, 31) for trees in (100, 300)
+    Params(leaves, trees, prior=prior)
+    for prior in (0.0, 1.0)
+    for leaves in (7, 15)
+    for trees in (100, 300)
 )
 
 
@@ -86,10 +90,17 @@ def fit(rows: Sequence[CorpusRow], params: Params) -> PoolRanker:
         raise InputError("no training instance has an edited function among its candidates")
     x = np.vstack([r.x for r in teach])
     y = np.concatenate([r.y for r in teach])
-    data = lightgbm.Dataset(x, y, group=[len(r.y) for r in teach], free_raw_data=True)
+    data = lightgbm.Dataset(
+        x,
+        y,
+        group=[len(r.y) for r in teach],
+        init_score=prior_scores(x, params.prior),
+        free_raw_data=True,
+    )
     booster = lightgbm.train(params.lgbm(), data, num_boost_round=params.trees)
     depth = max(len(r.y) for r in teach)
-    return PoolRanker(TreeEnsemble.from_lightgbm(booster.dump_model()), depth)
+    trees = TreeEnsemble.from_lightgbm(booster.dump_model())
+    return PoolRanker(trees, depth, prior=params.prior)
 
 
 def metrics(y: np.ndarray, labels: int) -> dict[str, float]:

@@ -67,6 +67,20 @@ def test_loro_cv_reports_both_orders_and_a_calibration() -> None:
     assert cal is not None or chosen["ranker"]["R@1"] in (0.0, 1.0)
 
 
+def test_the_prior_keeps_the_first_stage_order_where_trees_are_silent() -> None:
+    # no tree can split (every row alike but the rank): the first stage's order stands
+    rows = []
+    for s in range(6):
+        x = np.zeros((10, len(RANKER_FEATURES)))
+        x[:, RANK] = np.log(np.arange(1, 11))
+        y = np.zeros(10, dtype=np.int64)
+        y[s % 3] = 1
+        rows.append(CorpusRow(f"p{s}", f"o/r{s % 2}", x, y, 1, 0, Path("p")))
+    model = fit(rows, Params(leaves=3, trees=5, min_child=100, prior=1.0))
+    assert model.prior == 1.0
+    assert np.argsort(-model.scores(rows[0].x), kind="stable").tolist() == list(range(10))
+
+
 def test_cv_needs_two_repositories() -> None:
     with pytest.raises(InputError, match="2 repositories"):
         cross_validate([r for r in ROWS if r.repo == "o/r0"], SMALL)
@@ -143,6 +157,7 @@ def test_model_file_round_trips(tmp_path: Path) -> None:
             "unreadable trees",
         ),
         ({"depth": 0}, "depth"),
+        ({"prior": "high"}, "prior"),
     ],
 )
 def test_model_file_errors_name_the_fix(
