@@ -158,6 +158,7 @@ def selector(
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="expansion data and CV report")],
     pool: Annotated[int, typer.Option(help="the corpus's pool (cold path)")] = 200,
+    max_per_repo: Annotated[int, typer.Option(help="instances per repository at most")] = 40,
     write_weights: Annotated[
         bool,
         typer.Option("--write-weights", help="replace spider/select/offline_weights.json"),
@@ -172,13 +173,20 @@ def selector(
     the η > τ rule under leave-one-repository-out CV (``spider bench fit``'s body)."""
     from spider.bench import fit as fitting
     from spider.select.offline import WEIGHTS_FILE
-    from spider.train.corpus import BENCHMARK_REPOS, corpus_settings, dedupe_by_text, read_corpus
+    from spider.train.corpus import (
+        BENCHMARK_REPOS,
+        corpus_settings,
+        dedupe_by_text,
+        interleave,
+        read_corpus,
+    )
 
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
         kept = {r.instance_id for r in read_corpus(corpus_dir) if r.labels > 0}
         rows = dedupe_by_text(i for d in dataset for i in read_dataset(d))
         rows = [r for r in rows if r.instance_id in kept and r.repo not in BENCHMARK_REPOS]
+        rows = interleave(rows, max_per_repo)
         settings = EngineSettings()
         if cache_dir is not None:
             settings = settings.model_copy(update={"cache_dir": cache_dir})

@@ -67,7 +67,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
     for rel, text in FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text.lstrip("\n"))
-    settings = EngineSettings(cache_dir=tmp_path_factory.mktemp("cache"), k=4)
+    settings = EngineSettings(cache_dir=tmp_path_factory.mktemp("cache"), k=4, ranker="head")
     return build_index(DirectorySource(root), settings)
 
 
