@@ -105,13 +105,14 @@ def fit(rows: Sequence[CorpusRow], params: Params) -> PoolRanker:
 
 def metrics(y: np.ndarray, labels: int) -> dict[str, float]:
     """Recall@K, Acc@20 and MRR@20 of one ordered pool (``labels``: edited functions in the
-    graph, in or out of the pool)."""
+    graph, in or out of the pool). Two graph ids of one labelled function (a property's
+    setter, an overload) can both be candidates, so hits are capped at ``labels``."""
     out: dict[str, float] = {}
     if labels <= 0:
         return out
     for k in KS:
-        out[f"R@{k}"] = float(y[:k].sum()) / labels
-    out["A@20"] = float(y[:20].sum() == labels)
+        out[f"R@{k}"] = min(float(y[:k].sum()), labels) / labels
+    out["A@20"] = float(y[:20].sum() >= labels)
     hits = np.flatnonzero(y[:20])
     out["MRR@20"] = 1.0 / (hits[0] + 1) if len(hits) else 0.0
     return out
@@ -153,6 +154,8 @@ def loro(
             "leaves": params.leaves,
             "trees": params.trees,
             "learning_rate": params.learning_rate,
+            "min_child": params.min_child,
+            "prior": params.prior,
         },
         "instances": len(after),
         "first_stage": _mean(before),

@@ -49,6 +49,9 @@ def test_metrics_of_an_ordered_pool() -> None:
     m = metrics(y, labels=3)  # one edited function is outside the pool
     assert m["R@1"] == 0 and m["R@5"] == pytest.approx(2 / 3)
     assert m["MRR@20"] == 0.5 and m["A@20"] == 0.0
+    # a setter and its getter are two candidates of one labelled function
+    both = metrics(np.array([1, 1, 0]), labels=1)
+    assert both["R@5"] == 1.0 and both["A@20"] == 1.0
 
 
 def test_fit_learns_what_the_first_stage_missed() -> None:
