@@ -86,6 +86,10 @@ RANKER_FEATURES = (
     "issue_code_words",  # code-shaped words in the issue (log1p, per issue)
 )
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Dense ranks the pool ranker reads *within its pool*, not among all functions: a cold
+# index (the training corpus) embeds only the pool, a warm one everything, so a global
+# dense rank would mean two different things in training and in use.
+POOL_RELATIVE = ("log_dense_rank", "log_title_dense_rank")
 
 # What the offline selector's neighbour model reads: neighbour_features, the pool
 # features of the neighbour (per-ranker ranks, its issue signal) and the centre's signal.
@@ -294,11 +298,22 @@ def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: I
     for r, i in enumerate(items):
         m = members[int(file_of[i])]
         out[r, col["log_rank_in_file"]] = log_rank(1 + int((fs.rank[m] < fs.rank[i]).sum()))
+    pool_relative(out)
     out[:, col["log_functions"]] = math.log(max(len(ids), 1))
     out[:, col["log_issue_chars"]] = math.log(max(len(text), 1))
     out[:, col["issue_frames"]] = float(frames)
     out[:, col["issue_code_words"]] = math.log1p(len(code_words))
     return out
+
+
+def pool_relative(x: np.ndarray) -> np.ndarray:
+    """Replace the :data:`POOL_RELATIVE` columns of ``x`` (rows = one pool, in place) by
+    the log of each row's rank among the pool's rows (ties share the best rank)."""
+    for name in POOL_RELATIVE:
+        j = RANKER_FEATURES.index(name)
+        v = x[:, j]
+        x[:, j] = np.log(1 + np.searchsorted(np.sort(v), v, side="left"))
+    return x
 
 
 # -- selector ---------------------------------------------------------------------------

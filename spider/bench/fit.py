@@ -269,11 +269,21 @@ def fit_weights(records: Sequence[FitRecord], k: int, margin: float = 0.0) -> Of
     return OfflineWeights(neighbour=neighbour, ranked=ranked, margin=margin)
 
 
-def choose_margin(by_margin: dict[float, Swaps]) -> tuple[float, bool, str]:
-    """The margin by the η > τ rule, whether the rule was met, and why (one line)."""
+def choose_margin(
+    by_margin: dict[float, Swaps],
+    recall: dict[float, float] | None = None,
+    baseline: float | None = None,
+) -> tuple[float, bool, str]:
+    """The margin by the η > τ rule, whether the rule was met, and why (one line).
+
+    With ``recall`` (CV Recall@K per margin) and ``baseline`` (the list's own CV Recall@K),
+    a margin also has to keep recall at least at the baseline: η > τ counts items, while
+    recall averages over issues, and near η ≈ τ the two can disagree."""
     grid = sorted(by_margin)
     for m in grid:
         sw = by_margin[m]
+        if recall is not None and baseline is not None and recall[m] < baseline - 1e-9:
+            continue
         if sw.helps():
             tau = sw.tau or 0.0
             return (
@@ -325,7 +335,9 @@ def cross_validate(records: Sequence[FitRecord], k: int) -> dict[str, Any]:
                 swaps[m] += sw
         base.extend(simulate(r, None, k) for r in test)
         ceiling.extend(oracle(r, k) for r in test)
-    margin, satisfied, reason = choose_margin(swaps)
+    key = f"R@{k}"
+    recall = {m: aggregate(per_margin[m])[key] for m in MARGINS}
+    margin, satisfied, reason = choose_margin(swaps, recall, aggregate(base)[key])
     by_margin = {
         str(m): {
             **aggregate(per_margin[m]),
@@ -337,7 +349,8 @@ def cross_validate(records: Sequence[FitRecord], k: int) -> dict[str, Any]:
     }
     return {
         "margin": margin,
-        "rule": "smallest margin with CV η > τ and at least one admission",
+        "rule": "smallest margin with CV η > τ, at least one admission and CV "
+        f"R@{k} no lower than without expansion",
         "rule_met": satisfied,
         "reason": reason,
         "folds": folds,

@@ -31,13 +31,15 @@ from spider.bench.dataset import Instance
 from spider.bench.ids import graph_ids_for
 from spider.bench.run import RepoResolver, index_instance
 from spider.errors import InputError, SpiderError
-from spider.features import RANKER_FEATURES, ranker_features
+from spider.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
 
 log = logging.getLogger(__name__)
 
-CORPUS_VERSION = 1  # bump when what an instance file holds changes
+CORPUS_VERSION = 2  # bump when what an instance file holds changes
+# Version 1 held global dense ranks; they become pool-relative on reading (POOL_RELATIVE).
+READABLE_VERSIONS = (1, CORPUS_VERSION)
 DEFAULT_POOL = 200  # candidates kept per instance (the pool ranker's depth)
 DEFAULT_MAX_PER_REPO = 40  # one big project should not teach the ranker alone
 ERRORS_FILE = "errors.jsonl"
@@ -159,17 +161,17 @@ def collect_instance(
 def read_row(path: Path, instance_id: str | None = None) -> CorpusRow:
     """One instance file of the corpus (its version and features checked)."""
     with np.load(path, allow_pickle=False) as data:
-        if int(data["version"]) != CORPUS_VERSION or list(data["features"]) != list(
-            RANKER_FEATURES
-        ):
+        version = int(data["version"])
+        if version not in READABLE_VERSIONS or list(data["features"]) != list(RANKER_FEATURES):
             raise InputError(
                 f"{path} was collected by another version of the corpus or features; "
                 f"delete it (or its folder) and run `spider train corpus` again"
             )
+        x = data["x"].astype(np.float64)
         return CorpusRow(
             instance_id=instance_id or path.stem,
             repo=str(data["repo"]),
-            x=data["x"].astype(np.float64),
+            x=pool_relative(x) if version == 1 else x,
             y=data["y"].astype(np.int64),
             labels=int(data["labels"]),
             unreachable=int(data["unreachable"]),

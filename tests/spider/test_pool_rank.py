@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spider.features import RANKER_FEATURES, ranker_features
+from spider.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.index import Index, build_index
 from spider.locate import locate
 from spider.models import Issue
@@ -92,6 +92,17 @@ def test_features_read_the_issue_the_graph_and_the_file(index: Index) -> None:
     # a sibling of the mentioned method carries its signal as the class's
     assert row["shop/cart.py:Cart.total"][col["class_signal"]] > 0
     assert len({float(v) for v in x[:, col["log_functions"]]}) == 1  # per issue
+    # dense ranks are read within the scored pool: the best of any pool is rank 1
+    two = ranker_features(index, fs, [int(i) for i in fs.order[2:4]], ISSUE)
+    assert sorted(np.exp(two[:, col["log_dense_rank"]]).round().tolist()) == [1.0, 2.0]
+
+
+def test_pool_relative_ranks_share_ties() -> None:
+    x = np.zeros((4, len(RANKER_FEATURES)))
+    j = RANKER_FEATURES.index("log_dense_rank")
+    x[:, j] = np.log([50, 3, 3, 900])
+    pool_relative(x)
+    assert np.exp(x[:, j]).round().tolist() == [3.0, 1.0, 1.0, 4.0]
 
 
 def _ranker(prefer_long: bool) -> PoolRanker:

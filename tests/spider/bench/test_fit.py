@@ -73,6 +73,19 @@ def test_the_margin_is_the_smallest_with_eta_above_tau() -> None:
     assert (margin, met) == (0.0, True) and "η 0.500 > τ 0.250" in reason
 
 
+def test_a_margin_that_costs_recall_is_passed_over() -> None:
+    from spider.bench.fit import Swaps, choose_margin
+
+    grid = {
+        0.0: Swaps(admitted=40, admitted_in_gt=4, evicted=40, evicted_in_gt=3),  # η > τ
+        1.0: Swaps(admitted=10, admitted_in_gt=2, evicted=10, evicted_in_gt=1),  # η > τ
+        2.0: Swaps(),
+    }
+    recall = {0.0: 0.70, 1.0: 0.72, 2.0: 0.71}
+    margin, met, _ = choose_margin(grid, recall, baseline=0.71)
+    assert (margin, met) == (1.0, True)  # 0.0 helps by items but lowers recall
+
+
 def test_no_margin_with_eta_above_tau_admits_nothing_and_says_so() -> None:
     from spider.bench.fit import Swaps, choose_margin
 
