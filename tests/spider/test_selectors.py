@@ -181,8 +181,14 @@ def test_shipped_offline_weights_follow_the_eta_tau_rule() -> None:
     assert cv["admissions"] == chosen["admissions"]
     if cv["margin rule met"]:
         assert w.admits and chosen["eta"] > chosen["tau"] and chosen["admissions"] > 0
-        smaller = [m for m in grid if m < w.margin]
-        assert not any(grid[m]["admissions"] and grid[m]["eta"] > grid[m]["tau"] for m in smaller)
+        assert chosen["R@20"] >= cv["R@20 first stage"]
+        smaller = [m for m in grid if m < w.margin]  # none of them paid by both measures
+        assert not any(
+            grid[m]["admissions"]
+            and grid[m]["eta"] > grid[m]["tau"]
+            and grid[m]["R@20"] >= cv["R@20 first stage"]
+            for m in smaller
+        )
     else:  # no margin pays: the selector must admit nothing, and every grid point shows why
         assert not w.admits
         assert all(r["admissions"] == 0 or r["eta"] <= r["tau"] for r in grid.values())
