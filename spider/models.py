@@ -6,7 +6,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-ReasonKind = Literal["dense", "bm25", "hybrid", "mention", "traceback", "terms", "wording", "expand"]
+ReasonKind = Literal[
+    "dense", "bm25", "hybrid", "mention", "traceback", "terms", "wording", "expand"
+]
 _RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 RANKER_KINDS = frozenset(_RANK_LABELS)  # reasons that are a ranker's rank, not evidence
 
@@ -222,7 +224,13 @@ class Localization:
                 f"the list, and admitted {admitted}"
             )
         else:
-            why = "selector none" if s.get("selector") == "none" else "no edges or centres"
+            why = (
+                "selector none"
+                if s.get("selector") == "none"
+                else "no edge types enabled"
+                if not s.get("edges")
+                else "no centres"
+            )
             steps.append(f"no graph expansion: {why}")
         return "; ".join(steps)
 

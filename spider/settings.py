@@ -87,7 +87,9 @@ def parse_edges(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
         return ()
     bad = [i for i in items if i not in EXPANDABLE_EDGES]
     if bad:
-        raise InvalidSetting(f"unknown edge type(s) {bad}: expected contains, invokes, both or none")
+        raise InvalidSetting(
+            f"unknown edge type(s) {bad}: expected contains, invokes, both or none"
+        )
     return tuple(dict.fromkeys(items))
 
 
@@ -102,7 +104,10 @@ class EngineSettings(BaseSettings):
     depth: int = Field(4, ge=1, le=10, description="max hops along contains edges (d)")
     pool: int = Field(500, ge=1, description="first-stage list candidates must lie in (N)")
     edges: Annotated[tuple[str, ...], NoDecode] = Field(
-        ("contains", "invokes"), description="edge types expanded: contains, invokes or both"
+        (),
+        description="edge types expanded: contains, invokes or both; none by default: on "
+        "the dev set the offline selector's admissions cost recall (README, Learning), so "
+        "expansion is opt-in (with SPIDER_SELECTOR=anthropic, or offline at that cost)",
     )
     invokes_depth: int = Field(1, ge=1, le=4, description="max hops along invokes edges")
     invokes_neighbour_cap: int = Field(

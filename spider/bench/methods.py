@@ -51,6 +51,8 @@ METHODS: dict[str, dict[str, Any]] = {
     "spider-contains": {"first_stage": "dense", "edges": CONTAINS, "selector": "offline"},
     "spider-invokes": {"first_stage": "dense", "edges": INVOKES, "selector": "offline"},
     "spider-both": {"first_stage": "dense", "edges": BOTH, "selector": "offline"},
+    # the pool ranker's list, then expansion with the offline selector (opt-in in the product)
+    "expand-pool": {"edges": BOTH, "selector": "offline"},
     "oracle": {"edges": BOTH, "selector": "oracle"},
     # a first visit: the cheap rankers pick 300 functions, only those are embedded (afresh)
     "cold": {"cold_pool": 300, "cold_always": True},

@@ -79,7 +79,9 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
     for rel, text in FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text.lstrip("\n"))
-    settings = EngineSettings(cache_dir=tmp_path_factory.mktemp("cache"), k=3, centres=1)
+    settings = EngineSettings(
+        cache_dir=tmp_path_factory.mktemp("cache"), k=3, centres=1, edges=("contains", "invokes")
+    )
     return build_index(DirectorySource(root), settings)
 
 
