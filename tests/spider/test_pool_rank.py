@@ -19,41 +19,8 @@ from spider.settings import EngineSettings
 from spider.source import DirectorySource
 from spider.train.corpus import CorpusRow
 from spider.train.fit_ranker import Params, fit
+from tests.spider.test_rerank import FILES  # the same small shop
 
-FILES = {
-    "shop/cart.py": '''
-class Cart:
-    """A shopping cart."""
-
-    def __init__(self):
-        self.items = []
-
-    def add_item(self, sku, quantity):
-        """Add quantity of sku."""
-        self.items.append((sku, quantity))
-
-    def total(self):
-        subtotal = 0
-        for sku, q in self.items:
-            subtotal += price_of(sku) * q
-        return apply_discount(subtotal)
-
-
-def price_of(sku):
-    return {"apple": 3, "pear": 4}.get(sku, 0)
-''',
-    "shop/pricing.py": '''
-def apply_discount(amount):
-    """Ten percent off above 100."""
-    if amount > 100:
-        return amount * 0.9
-    return amount
-
-
-def format_price(amount):
-    return f"${amount:.2f}"
-''',
-}
 ISSUE = Issue(
     "Cart total is negative",
     "Calling `Cart.add_item` with -3 apples makes the total negative; see shop/cart.py.",
