@@ -62,6 +62,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, anthropic: FakeAnthropic) ->
     env = {
         "SPIDER_K": str(K),
         "SPIDER_SELECTOR": "anthropic",
+        "SPIDER_EDGES": "contains,invokes",  # expansion is off by default; the selector needs it
         "SPIDER_ANTHROPIC_API_KEY": ANTHROPIC_KEY,
         "SPIDER_ANTHROPIC_BASE_URL": anthropic.base_url,
         "SPIDER_ANTHROPIC_MAX_RETRIES": "0",
