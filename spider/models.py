@@ -6,9 +6,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-ReasonKind = Literal[
-    "dense", "bm25", "hybrid", "mention", "traceback", "terms", "wording", "expand"
-]
+ReasonKind = Literal["dense", "bm25", "hybrid", "mention", "traceback", "terms", "wording", "expand"]
 _RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 RANKER_KINDS = frozenset(_RANK_LABELS)  # reasons that are a ranker's rank, not evidence
 

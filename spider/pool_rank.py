@@ -33,7 +33,7 @@ import numpy as np
 
 from spider.errors import WeightsFormatError
 from spider.features import RANKER_FEATURES, ranker_features
-from spider.weights import SCHEMA_VERSION, read_checked
+from spider.weights import SCHEMA_VERSION, platt_probability, read_checked
 
 if TYPE_CHECKING:
     from spider.index import Index
@@ -55,8 +55,7 @@ class Calibration:
 
     def probability(self, score: float) -> float:
         """Calibrated probability for a ranker score."""
-        z = self.slope * score + self.intercept
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+        return platt_probability(self.slope, self.intercept, score)
 
 
 @dataclass(frozen=True)

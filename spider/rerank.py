@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -30,7 +29,7 @@ import numpy as np
 
 from spider.errors import WeightsFormatError
 from spider.features import HEAD_FEATURES, head_features
-from spider.weights import load_weights
+from spider.weights import load_weights, platt_probability
 
 if TYPE_CHECKING:
     from spider.index import Index
@@ -106,8 +105,7 @@ class HeadCalibration:
 
     def probability(self, logit: float) -> float:
         """Calibrated probability that a function with this head logit gets edited."""
-        z = self.slope * logit + self.intercept
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+        return platt_probability(self.slope, self.intercept, logit)
 
 
 @lru_cache(maxsize=1)

@@ -102,7 +102,8 @@ def _settings(k: int, cache_dir: Path | None) -> EngineSettings:
     return EngineSettings().model_copy(update=update)
 
 
-def _split(value: str | None) -> list[str] | None:
+def split_csv(value: str | None) -> list[str] | None:
+    """``"a, b,"`` -> ``["a", "b"]``; None or empty -> None."""
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
@@ -133,24 +134,24 @@ def _fit(
     """Collect the dev instances (``--only-repo`` applied), run the CV, write its report,
     print it and, with ``--write-weights``, fit on every instance and replace the shipped
     file. Too few repositories, or nothing collected, is a clean error (exit 2)."""
-    rows = select_instances(read_dataset(dataset), repos=_split(only_repo))
+    rows = select_instances(read_dataset(dataset), repos=split_csv(only_repo))
     found = sorted({r.repo for r in rows})
     if rows and len(found) < spec.min_repos:
-        raise _fail(
+        raise exit_error(
             f"leave-one-repository-out CV needs instances from at least {spec.min_repos} "
             f"repositories; --only-repo leaves {', '.join(found)}"
         )
     try:
         data = spec.collect(rows, template_resolver(repos), _settings(k, cache_dir), out)
         if not data:
-            raise _fail("no instance could be collected")
+            raise exit_error("no instance could be collected")
         cv = spec.cross_validate(data, k)
     except SpiderError as exc:
-        raise _fail(str(exc)) from exc
+        raise exit_error(str(exc)) from exc
     (out / spec.cv_file).write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")
     typer.echo(spec.describe(cv))
     if write_weights and spec.weights and spec.write and spec.weights_file:
-        spec.write(spec.weights(data, cv, k), cv, _command_line(), spec.weights_file)
+        spec.write(spec.weights(data, cv, k), cv, command_line(), spec.weights_file)
         typer.echo(f"wrote {spec.weights_file}")
 
 
@@ -158,21 +159,22 @@ def _finished(out: Path) -> dict[str, Any]:
     """A finished run's summary, or a clean error."""
     summary = read_summary(out)
     if summary is None:
-        raise _fail(f"no {SUMMARY} in {out}")
+        raise exit_error(f"no {SUMMARY} in {out}")
     return summary
 
 
-def _fail(message: str) -> typer.Exit:
+def exit_error(message: str) -> typer.Exit:
+    """Print ``error: message`` on stderr; the Exit (code 2) to raise."""
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     return typer.Exit(2)
 
 
-def _command_line() -> str:
-    """The command as typed, spelled ``spider bench ...`` however it was launched."""
+def command_line(group: str = "bench") -> str:
+    """The command as typed, spelled ``spider GROUP ...`` however it was launched."""
     args = sys.argv[1:]
-    if args[:1] == ["bench"]:  # `spider bench ...`; else `python -m spider.bench.cli ...`
+    if args[:1] == [group]:  # `spider GROUP ...`; else `python -m spider.GROUP.cli ...`
         args = args[1:]
-    return "spider bench " + " ".join(shlex.quote(a) for a in args)
+    return f"spider {group} " + " ".join(shlex.quote(a) for a in args)
 
 
 @bench_app.callback(invoke_without_command=True)
@@ -210,11 +212,11 @@ def bench(
         return
     if dataset is None or repos is None or out is None:
         typer.echo(ctx.get_help())
-        raise _fail("the dataset benchmark needs --dataset, --repos and --out")
+        raise exit_error("the dataset benchmark needs --dataset, --repos and --out")
     try:
         methods = parse_methods(method)
         rows = select_instances(
-            read_dataset(dataset), ids=_split(instances), repos=_split(only_repo), limit=limit
+            read_dataset(dataset), ids=split_csv(instances), repos=split_csv(only_repo), limit=limit
         )
         cfg = BenchConfig(
             methods=methods,
@@ -222,12 +224,12 @@ def bench(
             settings=_settings(k, cache_dir),
             warm=warm,
             progress=progress,
-            command=_command_line(),
+            command=command_line(),
             gt=_gt_choice(gt),
         )
         summary = run_benchmark(rows, template_resolver(repos), cfg)
     except SpiderError as exc:
-        raise _fail(str(exc)) from exc
+        raise exit_error(str(exc)) from exc
     render_tables(summary)
 
 
@@ -294,11 +296,11 @@ def history(
             settings=settings,
             warm=warm,
             progress=progress,
-            command=_command_line(),
+            command=command_line(),
         )
         summary = run_benchmark(rows, fixed_resolver(repo_path), cfg)
     except SpiderError as exc:
-        raise _fail(str(exc)) from exc
+        raise exit_error(str(exc)) from exc
     render_tables(summary)
 
 
@@ -340,7 +342,7 @@ def check_gt(
     """GT id match rate and patch-rule agreement with edit_functions."""
     from spider.bench.gtcheck import check_groundtruth, summarise_check
 
-    rows = select_instances(read_dataset(dataset), ids=_split(instances), repos=_split(only_repo))
+    rows = select_instances(read_dataset(dataset), ids=split_csv(instances), repos=split_csv(only_repo))
     checked, skipped = check_groundtruth(rows, template_resolver(repos), EngineSettings())
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -373,11 +375,11 @@ def rescore_cmd(
         settings = EngineSettings()
         new_rows = rescore(rows, instances, template_resolver(repos), settings, _gt_choice(gt))
     except SpiderError as exc:
-        raise _fail(str(exc)) from exc
+        raise exit_error(str(exc)) from exc
     write_predictions(out, new_rows)
     names = list(dict.fromkeys(r["method"] for r in new_rows))
     methods = [Method(n, n.partition(":")[0]) for n in names]
-    cfg = BenchConfig(methods, out, settings=settings, command=_command_line())
+    cfg = BenchConfig(methods, out, settings=settings, command=command_line())
     summary = summarise(new_rows, instances, cfg)
     write_summary(out, summary)
     render_tables(summary)
@@ -513,7 +515,7 @@ def markdown(
     from spider.bench.report import markdown_report
 
     summary = _finished(out)
-    typer.echo(markdown_report(summary, method, _split(only_repo) or (), _split(skip_repo) or ()))
+    typer.echo(markdown_report(summary, method, split_csv(only_repo) or (), split_csv(skip_repo) or ()))
 
 
 @bench_app.command("coverage")
@@ -531,12 +533,12 @@ def coverage(
     from spider.bench.coverage import measure_coverage, render_coverage
 
     rows = select_instances(
-        read_dataset(dataset), ids=_split(instances), repos=_split(only_repo), limit=limit
+        read_dataset(dataset), ids=split_csv(instances), repos=split_csv(only_repo), limit=limit
     )
     report = measure_coverage(rows, template_resolver(repos), EngineSettings())
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        body = {"command": _command_line(), **report.to_dict()}
+        body = {"command": command_line(), **report.to_dict()}
         out.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     typer.echo(render_coverage(report))
 
@@ -587,7 +589,7 @@ def speed(
             log=lambda m: typer.echo(m, err=True),
         )
     except SpiderError as exc:
-        raise _fail(str(exc)) from exc
+        raise exit_error(str(exc)) from exc
     write_speed(run, out)
     typer.echo(render_speed(run))
 

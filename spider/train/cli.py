@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
-import shlex
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from spider.bench.cli import command_line, exit_error, split_csv
 from spider.bench.dataset import read_dataset, select_instances
 from spider.bench.run import template_resolver
 from spider.errors import SpiderError
@@ -26,22 +25,6 @@ train_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(2)
-
-
-def _split(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
-def _command_line() -> str:
-    args = sys.argv[1:]
-    if args[:1] == ["train"]:
-        args = args[1:]
-    return "spider train " + " ".join(shlex.quote(a) for a in args)
 
 
 @train_app.command("corpus")
@@ -66,8 +49,8 @@ def corpus(
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
         rows = [i for d in dataset for i in read_dataset(d)]
-        rows = select_instances(rows, repos=_split(only_repo))
-        skip = set(_split(skip_repo) or [])
+        rows = select_instances(rows, repos=split_csv(only_repo))
+        skip = set(split_csv(skip_repo) or [])
         rows = [r for r in rows if r.repo not in skip]
         settings = EngineSettings()
         if cache_dir is not None:
@@ -82,7 +65,7 @@ def corpus(
             budget_s=budget_s,
         )
     except SpiderError as exc:
-        raise _fail(str(exc)) from exc
+        raise exit_error(str(exc)) from exc
     typer.echo(json.dumps(summary, indent=2))
 
 
@@ -114,7 +97,7 @@ def ranker(
         if curve:
             cv["learning_curve"] = fitting.learning_curve(rows, params)
     except SpiderError as exc:
-        raise _fail(str(exc)) from exc
+        raise exit_error(str(exc)) from exc
     data = summarise(rows)
     cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
     cv["benchmark_rows_left_out"] = bench
@@ -135,7 +118,7 @@ def ranker(
         meta = {
             "comment": "Fitted by `spider train ranker` on the training corpus (other projects' "
             "fixed issues; never a benchmark repository). See README.",
-            "command": _command_line(),
+            "command": command_line("train"),
             "lightgbm": lightgbm.__version__,
             "params": cv["chosen"]["params"],
             "cv": {k: cv["chosen"][k] for k in ("instances", "first_stage", "ranker")},
@@ -193,17 +176,17 @@ def selector(
         settings = corpus_settings(settings, pool).model_copy(update={"rerank": True})
         records = fitting.collect(rows, template_resolver(repos), settings, out)
         if not records:
-            raise _fail("no instance could be collected")
+            raise exit_error("no instance could be collected")
         cv = fitting.cross_validate(records, settings.k)
     except SpiderError as exc:
-        raise _fail(str(exc)) from exc
+        raise exit_error(str(exc)) from exc
     (out / "selector-cv.json").write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")
     typer.echo(fitting.describe_cv(cv, settings.k))
     if write_weights:
         fitting.write_weights(
             fitting.fit_chosen(records, cv, settings.k),
             cv,
-            _command_line(),
+            command_line("train"),
             weights_file or WEIGHTS_FILE,
             comment="Fitted by `spider train selector` on the training corpus (other projects' "
             "fixed issues, centres from the shipped pool ranker); see README.",
