@@ -225,7 +225,9 @@ def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: I
     signal = fs.signal if fs.signal is not None else np.zeros(len(ids))
     raw_d = fs.raw.get("dense")
     file_of = index.file_of()
-    file_scores = fs.raw.get("file")  # per function: its file's BM25 score (hybrid only)
+    # the whole issue, as every feature here reads it (the first stage cuts it at
+    # max_issue_chars): not the first stage's file scores, which differ for long issues
+    file_scores = index.file_lexical().scores(text) if fs.kind == "hybrid" else None
     top_file = float(file_scores.max()) if file_scores is not None and len(file_scores) else 0.0
     file_sizes = np.bincount(file_of) if len(file_of) else np.zeros(0, dtype=np.int64)
     top20 = np.bincount(file_of[fs.order[:20]], minlength=len(file_sizes)) if len(ids) else None
@@ -242,7 +244,7 @@ def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: I
         row = out[r]
         row[col["dense_cos"]] = float(raw_d[i]) if raw_d is not None else 0.0
         if file_scores is not None and top_file > 0:
-            row[col["file_share"]] = float(file_scores[i]) / top_file
+            row[col["file_share"]] = float(file_scores[file_of[i]]) / top_file
         kind = fs.evidence.get(i, "").partition(":")[0]
         if kind in SIGNAL_KINDS:
             row[col[f"signal_{kind}"]] = 1.0

@@ -114,9 +114,8 @@ def first_stage(
             lists.append(ranks["dense"])
             weights.append(settings.fusion_dense)
         if settings.fusion_file > 0 and len(index.function_ids):
-            file_scores = index.file_lexical().scores(text)
-            scores["file"] = file_scores[index.file_of()]  # each function gets its file's
-            ranks["file"] = ranks_from_scores(file_scores)[index.file_of()]
+            file_ranks = ranks_from_scores(index.file_lexical().scores(text))
+            ranks["file"] = file_ranks[index.file_of()]
             lists.append(ranks["file"])
             weights.append(settings.fusion_file)
         fused = reciprocal_rank_fusion(lists, weights, settings.fusion_k)
