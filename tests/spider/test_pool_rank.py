@@ -10,16 +10,14 @@ import numpy as np
 import pytest
 
 from spider.features import RANKER_FEATURES, pool_relative, ranker_features
-from spider.index import Index, build_index
+from spider.index import Index
 from spider.locate import locate
 from spider.models import Issue
 from spider.pool_rank import Calibration, PoolRanker, dump_ranker
 from spider.retrieve.first_stage import first_stage
-from spider.settings import EngineSettings
-from spider.source import DirectorySource
 from spider.train.corpus import CorpusRow
 from spider.train.fit_ranker import Params, fit
-from tests.spider.test_rerank import FILES  # the same small shop
+from tests.spider.shop import shop_index
 
 ISSUE = Issue(
     "Cart total is negative",
@@ -30,12 +28,7 @@ LINES = RANKER_FEATURES.index("log_lines")
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    root = tmp_path_factory.mktemp("shop")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text.lstrip("\n"))
-    settings = EngineSettings(cache_dir=tmp_path_factory.mktemp("cache"), k=3)
-    return build_index(DirectorySource(root), settings)
+    return shop_index(tmp_path_factory, k=3)
 
 
 def test_features_read_the_issue_the_graph_and_the_file(index: Index) -> None:
@@ -78,7 +71,7 @@ def _ranker(prefer_long: bool) -> PoolRanker:
     rows = []
     rng = np.random.default_rng(0)
     for s in range(30):
-        lines = rng.permutation(6) + 1  # 1..6 lines, as in FILES
+        lines = rng.permutation(6) + 1  # 1..6 lines, as in the shop
         x = np.zeros((6, len(RANKER_FEATURES)))
         x[:, LINES] = np.log(lines)
         y = (lines - 1 if prefer_long else 6 - lines).astype(np.int64)

@@ -11,64 +11,19 @@ import pytest
 from spider.errors import WeightsFormatError
 from spider.features import HEAD_FEATURES as FEATURES
 from spider.features import head_features as item_features
-from spider.index import Index, build_index
+from spider.index import Index
 from spider.locate import locate
 from spider.models import Hit, Issue, Reason
 from spider.rerank import RerankWeights, default_weights, rerank_head
 from spider.retrieve.first_stage import first_stage
-from spider.settings import EngineSettings
-from spider.source import DirectorySource
+from tests.spider.shop import shop_index
 
-FILES = {
-    "shop/cart.py": '''
-class Cart:
-    """A shopping cart."""
-
-    def __init__(self):
-        self.items = []
-
-    def add_item(self, sku, quantity):
-        """Add quantity of sku; negative quantities must be rejected."""
-        self.items.append((sku, quantity))
-
-    def _check(self, quantity):
-        return quantity
-
-    def total(self):
-        subtotal = 0
-        for sku, q in self.items:
-            subtotal += price_of(sku) * q
-        subtotal = round(subtotal, 2)
-        subtotal = max(subtotal, 0)
-        return apply_discount(subtotal)
-
-
-def price_of(sku):
-    return {"apple": 3, "pear": 4}.get(sku, 0)
-''',
-    "shop/pricing.py": '''
-def apply_discount(amount):
-    """Ten percent off above 100."""
-    if amount > 100:
-        return amount * 0.9
-    return amount
-
-
-def format_price(amount):
-    return f"${amount:.2f}"
-''',
-}
 ISSUE = Issue("Cart total is negative", "Adding -3 apples via add_item makes the total negative.")
 
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    root = tmp_path_factory.mktemp("shop")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text.lstrip("\n"))
-    settings = EngineSettings(cache_dir=tmp_path_factory.mktemp("cache"), k=4, ranker="head")
-    return build_index(DirectorySource(root), settings)
+    return shop_index(tmp_path_factory, k=4, ranker="head")
 
 
 def _ids(index: Index, order: np.ndarray) -> list[str]:

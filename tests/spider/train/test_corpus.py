@@ -21,48 +21,16 @@ from spider.train.corpus import (
     read_row,
 )
 from tests.spider.bench.helpers import commit_files, init_repo
+from tests.spider.shop import FILES
 
-FILES = {
-    "shop/cart.py": '''
-class Cart:
-    """A shopping cart."""
-
-    def __init__(self):
-        self.items = []
-
-    def add_item(self, sku, quantity):
-        self.items.append((sku, quantity))
-
-    def total(self):
-        return apply_discount(sum(price_of(s) * q for s, q in self.items))
-
-
-def price_of(sku):
-    return {"apple": 3, "pear": 4}.get(sku, 0)
-''',
-    "shop/pricing.py": """
-def apply_discount(amount):
-    if amount > 100:
-        return amount * 0.9
-    return amount
-
-
-def format_price(amount):
-    return f"${amount:.2f}"
-
-
-def parse_price(text):
-    return float(text.strip("$"))
-""",
-}
-PATCH = "\n".join(
+PATCH = "\n".join(  # rejects a negative quantity in the shop's Cart.add_item
     [
         "diff --git a/shop/cart.py b/shop/cart.py",
         "--- a/shop/cart.py",
         "+++ b/shop/cart.py",
         "@@ -7,4 +7,6 @@ class Cart:",
-        " ",
         "     def add_item(self, sku, quantity):",
+        '         """Add quantity of sku; negative quantities must be rejected."""',
         "+        if quantity < 0:",
         "+            raise ValueError(quantity)",
         "         self.items.append((sku, quantity))",
@@ -103,7 +71,7 @@ def test_collects_pool_features_and_labels(repo: tuple[Path, str], tmp_path: Pat
     assert row.labels == 1 and row.unreachable == 0
     with np.load(out / "a-1.npz") as data:
         ids = list(data["ids"])
-        assert bool(data["partial"])  # 6 functions, a pool of 4: only the pool was embedded
+        assert bool(data["partial"])  # 7 functions, a pool of 4: only the pool was embedded
         assert list(data["gold_ids"]) == ["shop/cart.py:Cart.add_item"]
         assert data["pool_vecs"].shape == (4, 384) and data["gold_vecs"].shape == (1, 384)
     assert row.y.tolist() == [i == "shop/cart.py:Cart.add_item" for i in ids]
