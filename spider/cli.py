@@ -208,7 +208,8 @@ app.add_typer(model_app, name="model")
 def model_export(
     force: Annotated[bool, typer.Option("--force", help="export again even if present")] = False,
 ) -> None:
-    """Export the configured model to ONNX (fp32) and int8 into the cache directory.
+    """Export the configured model to ONNX (fp32) and int8 into SPIDER_ONNX_DIR (default:
+    the cache directory).
 
     The ONNX encoders do this on first use; run it ahead (e.g. in an image build) so the
     first query does not pay the export (seconds, and the only step that imports torch).
@@ -219,7 +220,7 @@ def model_export(
         from spider.retrieve.onnx_encoder import export_onnx
 
         paths = export_onnx(
-            Path(settings.model or bundled_model_path()), settings.cache_dir, force=force
+            Path(settings.model or bundled_model_path()), settings.export_dir(), force=force
         )
     except SpiderError as exc:
         raise _fail(str(exc)) from exc

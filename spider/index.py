@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cache import LazyStore
 from spider.retrieve.dense import Encoder, encoder_model_id
 from spider.retrieve.signals import NameTable
+from spider.retrieve.tokenize import code_tokens
 from spider.settings import EngineSettings
 from spider.source import GitSource, SourceTree
 
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 
 GRAPH_CACHE_VERSION = "3"  # bump when extraction changes what a cached graph holds
 VECTORS_VERSION = "1"  # bump when document_text changes what is embedded per function
+LEXICAL_VERSION = "1"  # bump when code_tokens or the file documents change
 GRAPH_SETTINGS = (
     "invokes_max_candidates",
     "max_file_bytes",
@@ -103,6 +106,8 @@ class Index:
     _names: NameTable | None = None
     _files: tuple[list[str], np.ndarray, LexicalIndex] | None = None
     _pooled: dict[int, np.ndarray] = field(default_factory=dict)  # cold path: rows embedded
+    _tokens: list[list[str]] | None = None
+    cache_key: str | None = None  # the commit's graph cache key: derived indexes persist by it
 
     @property
     def commit(self) -> str | None:
@@ -135,7 +140,7 @@ class Index:
                 cache,
                 self.settings.embed_batch_size,
                 backend=self.settings.encoder,
-                export_dir=self.settings.cache_dir,
+                export_dir=self.settings.export_dir(),
             )
         return self._encoder
 
@@ -219,30 +224,19 @@ class Index:
             )
         return self._vectors
 
-    def vectors_of(self, rows: np.ndarray, *, cache: bool = True) -> np.ndarray:
-        """Vectors of the functions at ``rows`` only (the cold path: a pool, not the index).
-
-        ``cache=False`` embeds them afresh without reading or writing the cache (the
-        benchmark's cold method, timed as a first visit)."""
-        if self._vectors is not None and cache:
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """Vectors of the functions at ``rows`` only (the cold path: a pool, not the index),
+        from the matrix or the cache where they are, embedded now where not."""
+        if self._vectors is not None:
             return self._vectors[rows]
         todo = [int(i) for i in rows if int(i) not in self._pooled]
         if todo:
-            self._pooled.update(zip(todo, self._embed_rows(todo, cache=cache), strict=True))
+            self._pooled.update(zip(todo, self._embed_rows(todo), strict=True))
         return np.stack([self._pooled[int(i)] for i in rows])
 
-    def _embed_rows(self, rows: list[int], *, cache: bool) -> np.ndarray:
+    def _embed_rows(self, rows: list[int]) -> np.ndarray:
         docs = self.documents()
         enc = self.encoder()
-        if not cache:
-            enc = Encoder(
-                enc.model_name,
-                enc.max_seq_length,
-                None,
-                enc.batch_size,
-                backend=enc.backend,
-                export_dir=enc.export_dir,
-            )
         before = enc.embedded
         vecs = enc.encode([docs[i] for i in rows])
         self.stats["partial_embedded"] = self.stats.get("partial_embedded", 0) + (
@@ -256,6 +250,12 @@ class Index:
             self._names = NameTable(self.graph, self.function_ids)
         return self._names
 
+    def tokens(self) -> list[list[str]]:
+        """``code_tokens`` of each function's document (computed once)."""
+        if self._tokens is None:
+            self._tokens = [code_tokens(d) for d in self.documents()]
+        return self._tokens
+
     def _file_index(self) -> tuple[list[str], np.ndarray, LexicalIndex]:
         if self._files is None:
             g = self.graph.g
@@ -263,11 +263,34 @@ class Index:
             unique = sorted(set(paths))
             pos = {p: i for i, p in enumerate(unique)}
             file_of = np.array([pos[p] for p in paths], dtype=np.int64)
-            texts = [f"{p} {p.replace('/', ' ')}" for p in unique]
-            for i, doc in zip(file_of, self.documents(), strict=True):
-                texts[i] += "\n" + doc
-            self._files = (unique, file_of, LexicalIndex(texts))
+
+            def build() -> LexicalIndex:
+                # a file's document is its path, its parts, then each function in it;
+                # code_tokens never joins words across lines, so its tokens are the
+                # path's followed by each function's
+                corpus = [code_tokens(f"{p} {p.replace('/', ' ')}") for p in unique]
+                for i, toks in zip(file_of, self.tokens(), strict=True):
+                    corpus[i].extend(toks)
+                return LexicalIndex.from_tokens(corpus)
+
+            self._files = (unique, file_of, self._persisted("files", build))
         return self._files
+
+    def _persisted(self, name: str, build: Callable[[], LexicalIndex]) -> LexicalIndex:
+        """A BM25 index read from the commit's cache, or built and written there (indexes
+        of a working tree, which has no cache key, are built every time)."""
+        if self.cache_key is None:
+            return build()
+        folder = self.settings.cache_dir / "lexical" / f"{self.cache_key}-{LEXICAL_VERSION}-{name}"
+        if folder.is_dir():
+            try:
+                return LexicalIndex.load(folder)
+            except IndexFormatError as exc:
+                log.warning("rebuilding BM25 index: %s", exc)
+                shutil.rmtree(folder, ignore_errors=True)
+        index = build()
+        index.save(folder)
+        return index
 
     def file_lexical(self) -> LexicalIndex:
         """BM25 over whole files (path + every function in it), one document per file."""
@@ -281,7 +304,9 @@ class Index:
         """The BM25 index over every function."""
         if self._lexical is None:
             t0 = time.perf_counter()
-            self._lexical = LexicalIndex(self.documents())
+            self._lexical = self._persisted(
+                "functions", lambda: LexicalIndex.from_tokens(self.tokens())
+            )
             self.stats["bm25_seconds"] = round(time.perf_counter() - t0, 3)
         return self._lexical
 
@@ -325,6 +350,8 @@ def build_index(
     graph, cached = load_or_build_graph(source, settings, progress=progress)
     functions = graph.functions()
     index = Index(graph=graph, settings=settings, function_ids=functions, progress=progress)
+    if isinstance(source, GitSource) and source.commit:
+        index.cache_key = _graph_key(source.commit, settings)
     index.stats.update(
         graph_seconds=round(time.perf_counter() - t0, 3),
         graph_cached=cached,

@@ -12,11 +12,12 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from spider.cpu import default_encoder
 from spider.errors import InvalidSetting
 
 SelectorName = Literal["offline", "anthropic", "none", "oracle"]
 FirstStage = Literal["dense", "bm25", "hybrid"]
-EncoderBackend = Literal["torch", "onnx", "onnx-int8"]
+EncoderBackend = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
 
 EXPANDABLE_EDGES: frozenset[str] = frozenset({"contains", "invokes"})
 
@@ -175,10 +176,12 @@ class EngineSettings(BaseSettings):
     )
     embed_batch_size: int = Field(32, ge=1)
     encoder: EncoderBackend = Field(
-        "torch",
-        description="how texts are embedded: torch (sentence-transformers, fp32), onnx (ONNX "
-        "Runtime, fp32, the same vectors to ~1e-7) or onnx-int8 (dynamically quantized; "
-        "README: throughput and Recall@20 against fp32); the cache keeps them apart",
+        "auto",
+        description="how texts are embedded: torch (sentence-transformers, fp32), torch-bf16 "
+        "(documents in bfloat16 autocast, queries through ONNX fp32), onnx (ONNX Runtime, "
+        "fp32: the same vectors to ~1e-7), onnx-int8 (dynamically quantized); auto = "
+        "torch-bf16 on CPUs with native bf16 (AMX, AVX-512 BF16), else onnx. README: "
+        "throughput and Recall@20 of each; the cache keeps them apart",
     )
     cold_pool: int = Field(
         0,
@@ -188,8 +191,8 @@ class EngineSettings(BaseSettings):
     )
     cold_always: bool = Field(
         False,
-        description="take the cold path even when vectors exist, embedding the pool afresh "
-        "(the benchmark's cold method: what a first visit costs and ranks)",
+        description="take the cold path even when vectors exist: dense scores only the pool "
+        "(the benchmark's cold method: how a first visit ranks)",
     )
     embedding_cache_url: str = Field(
         "",
@@ -200,6 +203,15 @@ class EngineSettings(BaseSettings):
         default_factory=lambda: Path.home() / ".cache" / "spider",
         description="embedding cache and repository mirrors",
     )
+    onnx_dir: Path | None = Field(
+        None,
+        description="where the ONNX graphs exported from the model live (`spider model "
+        "export`; the image makes them at build time); empty = cache_dir",
+    )
+
+    def export_dir(self) -> Path:
+        """The folder holding (or to hold) the exported ONNX graphs."""
+        return self.onnx_dir or self.cache_dir
 
     # --- anthropic selector ---
     anthropic_api_key: SecretStr | None = None
@@ -219,6 +231,11 @@ class EngineSettings(BaseSettings):
     @classmethod
     def _edges(cls, v: object) -> tuple[str, ...]:
         return parse_edges(v)  # type: ignore[arg-type]
+
+    @field_validator("encoder", mode="after")
+    @classmethod
+    def _encoder(cls, v: str) -> str:
+        return default_encoder() if v == "auto" else v
 
     @field_validator("exclude", "include", mode="before")
     @classmethod

@@ -551,7 +551,7 @@ def speed(
     work: Annotated[
         Path | None, typer.Option("--work", help="folder for the run's caches (default: temp)")
     ] = None,
-    backends: Annotated[str, typer.Option(help="encoders to compare")] = "torch,onnx,onnx-int8",
+    backends: Annotated[str, typer.Option(help="encoders to compare")] = "torch,torch-bf16,onnx,onnx-int8",
     sample: Annotated[
         int, typer.Option(help="function texts per encoder throughput figure (0 = all)")
     ] = 512,

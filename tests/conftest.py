@@ -1,0 +1,23 @@
+"""Session-wide set-up: one ONNX export of the bundled model shared by every test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+# Exporting the ONNX graphs imports torch and takes seconds. The default encoder embeds
+# queries through ONNX, so without this each test's fresh cache directory would export
+# again; every test, and every process a test starts (they inherit the environment), shares
+# this one folder instead.
+_OWN_ONNX_DIR = "SPIDER_ONNX_DIR" not in os.environ
+if _OWN_ONNX_DIR:
+    os.environ["SPIDER_ONNX_DIR"] = tempfile.mkdtemp(prefix="spider-onnx-")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove the shared export folder this session made."""
+    if _OWN_ONNX_DIR:
+        shutil.rmtree(os.environ["SPIDER_ONNX_DIR"], ignore_errors=True)

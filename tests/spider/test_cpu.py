@@ -1,0 +1,36 @@
+"""Which encoder ``auto`` picks from the CPU's flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spider.cpu import cpu_flags, default_encoder, has_native_bf16
+from spider.settings import EngineSettings
+
+SAPPHIRE = frozenset({"avx2", "avx512f", "avx512_vnni", "amx_bf16", "amx_int8", "amx_tile"})
+COOPER = frozenset({"avx2", "avx512f", "avx512_bf16"})
+SKYLAKE = frozenset({"avx2", "avx512f", "avx512_vnni"})
+
+
+def test_native_bf16_needs_amx_or_avx512_bf16() -> None:
+    assert has_native_bf16(SAPPHIRE) and has_native_bf16(COOPER)
+    assert not has_native_bf16(SKYLAKE) and not has_native_bf16(frozenset())
+
+
+def test_auto_is_bf16_documents_only_where_the_cpu_multiplies_bf16() -> None:
+    assert default_encoder(SAPPHIRE) == "torch-bf16"
+    assert default_encoder(SKYLAKE) == "onnx"
+
+
+def test_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: X\nflags\t\t: fpu avx2 amx_bf16\n\n"
+                    "processor\t: 1\nflags\t\t: fpu\n")  # fmt: skip
+    assert cpu_flags.__wrapped__(info) == frozenset({"fpu", "avx2", "amx_bf16"})
+    assert cpu_flags.__wrapped__(tmp_path / "absent") == frozenset()
+
+
+def test_settings_resolve_auto_to_a_concrete_backend() -> None:
+    assert EngineSettings(encoder="auto").encoder == default_encoder()
+    assert EngineSettings().encoder in ("torch-bf16", "onnx")
+    assert EngineSettings(encoder="onnx-int8").encoder == "onnx-int8"
