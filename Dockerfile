@@ -44,6 +44,11 @@ RUN pip install '.[report]' \
  && python -c "from importlib.resources import files; assert all(files(p).joinpath(f).is_file() for p, f in [('spider.comment', 'templates/comment.md.j2'), ('spider.comment', 'templates/too_large.md.j2'), ('spider.graph.resolve', 'stopwords.txt')]), 'package data missing'" \
  && HF_HUB_OFFLINE=1 python -c "from spider.retrieve.dense import bundled_model_path; from sentence_transformers import SentenceTransformer; SentenceTransformer(bundled_model_path(), device='cpu')"
 
+# The ONNX graphs of the bundled model, exported once here: queries are embedded through
+# them (no torch import on the warm path), and no worker pays the export at run time.
+ENV SPIDER_ONNX_DIR=/opt/spider/onnx
+RUN HF_HUB_OFFLINE=1 spider model export
+
 COPY --chmod=755 <<'EOS' /usr/local/bin/spider-bot-entrypoint
 #!/bin/sh
 # Entry point: `bot`, `worker`, or any other command (e.g. `spider-bot report`, `spider locate`).

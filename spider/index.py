@@ -22,6 +22,7 @@ import numpy as np
 from spider.errors import IndexFormatError
 from spider.graph import build_graph
 from spider.graph.model import CodeGraph
+from spider.graph.outline_cache import OutlineCache
 from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cache import LazyStore
 from spider.retrieve.dense import Encoder, encoder_model_id
@@ -314,7 +315,8 @@ class Index:
 def load_or_build_graph(
     source: SourceTree, settings: EngineSettings, *, progress: bool = False
 ) -> tuple[CodeGraph, bool]:
-    """The graph of ``source``; read from the cache for git commits. Returns (graph, cached)."""
+    """The graph of ``source``; read from the cache for git commits, else built (a git commit
+    parses only the files whose outlines the outline cache lacks). Returns (graph, cached)."""
     cache_path: Path | None = None
     if isinstance(source, GitSource) and source.commit:
         gdir = settings.cache_dir / "graphs"
@@ -325,7 +327,14 @@ def load_or_build_graph(
                 return CodeGraph.load(cache_path), True
             except IndexFormatError as exc:
                 log.warning("rebuilding graph: %s", exc)
-    graph = build_graph(source, settings, _tqdm_progress("parsing") if progress else None)
+    outlines = OutlineCache(settings.cache_dir / "outlines") if cache_path is not None else None
+    try:
+        graph = build_graph(
+            source, settings, _tqdm_progress("parsing") if progress else None, outlines
+        )
+    finally:
+        if outlines is not None:
+            outlines.close()
     graph.commit = source.commit
     if cache_path is not None:
         graph.save(cache_path)

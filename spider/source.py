@@ -231,6 +231,10 @@ class GitSource:
         self._blobs = blobs
         return out
 
+    def blob_ids(self) -> dict[str, str]:
+        """Path -> git blob id of each file of the last listing (``files()``)."""
+        return dict(self._blobs or {})
+
     def read_many(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
         """Stream blobs through one persistent ``git cat-file --batch`` process.
 

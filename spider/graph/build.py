@@ -38,6 +38,7 @@ from spider.graph.extract import (
 )
 from spider.graph.languages import LanguageSpec, has_cpp_sources, spec_for_path
 from spider.graph.model import CodeGraph, NodeInfo, ParseStats
+from spider.graph.outline_cache import Entry, OutlineCache, outline_key
 from spider.graph.resolve import link
 from spider.settings import EngineSettings
 from spider.source import SourceTree
@@ -75,8 +76,12 @@ def build_graph(
     source: SourceTree,
     settings: EngineSettings,
     progress: ProgressFn | None = None,
+    outline_cache: OutlineCache | None = None,
 ) -> CodeGraph:
     """Parse every supported source file of ``source`` into a CodeGraph.
+
+    With an ``outline_cache`` and a git source, a file whose blob was outlined before
+    (under the same settings) is neither read nor parsed again.
 
     ``progress(done, total)`` is called after each file. Raises NoSourceFiles when no
     supported file remains after exclusions, or none could be parsed.
@@ -90,7 +95,7 @@ def build_graph(
             f"({unsupported} files in unsupported languages, skipped: {dict(stats.skipped)}); "
             "check the exclude/include settings"
         )
-    outlines = _parse_all(source, plan, settings, stats, progress)
+    outlines = _parse_all(source, plan, settings, stats, progress, outline_cache)
     if not outlines:
         raise NoSourceFiles(
             f"none of the {len(plan)} source files could be used (skipped: {dict(stats.skipped)})"
@@ -165,12 +170,20 @@ def _parse_all(
     settings: EngineSettings,
     stats: ParseStats,
     progress: ProgressFn | None,
+    cache: OutlineCache | None = None,
 ) -> list[FileOutline]:
+    """Outlines of the planned files, in plan order; skips counted in ``stats``."""
+    keys = _outline_keys(source, plan, settings) if cache is not None else {}
+    results: dict[str, Entry] = {}
+    if cache is not None and keys:
+        found = cache.get_many(keys.values())
+        results = {path: found[key] for path, key in keys.items() if key in found}
+        stats.reused = len(results)
     spec_of = {p.path: p for p in plan}
     parsers: dict[str, Parser] = {}
-    outlines: list[FileOutline] = []
-    total, done = len(plan), 0
-    for path, data in source.read_many([p.path for p in plan]):
+    fresh: dict[str, Entry] = {}
+    total, done = len(plan), len(results)
+    for path, data in source.read_many([p.path for p in plan if p.path not in results]):
         planned = spec_of.get(path)
         if planned is None:
             continue
@@ -178,19 +191,46 @@ def _parse_all(
             outline, reason = None, SKIP_GENERATED
         else:
             outline, reason = _parse_one(path, data, planned.spec, settings, parsers)
-        if outline is not None:
-            outlines.append(outline)
-            stats.parsed[planned.spec.name] += 1
-        else:
-            stats.skipped[reason] += 1
+        results[path] = outline if outline is not None else reason
+        if path in keys and reason != SKIP_TIMEOUT:  # a timeout depends on the machine's load
+            fresh[keys[path]] = results[path]
         done += 1
         if progress is not None:
             progress(done, total)
-    if done < total:  # files that vanished or could not be read
-        stats.skipped[SKIP_UNREADABLE] += total - done
-        if progress is not None:
-            progress(total, total)
+    if cache is not None and fresh:
+        cache.put_many(fresh)
+    outlines: list[FileOutline] = []
+    for planned in plan:
+        entry = results.get(planned.path)
+        if entry is None:  # vanished or could not be read
+            stats.skipped[SKIP_UNREADABLE] += 1
+        elif isinstance(entry, str):
+            stats.skipped[entry] += 1
+        else:
+            outlines.append(entry)
+            stats.parsed[planned.spec.name] += 1
+    if done < total and progress is not None:
+        progress(total, total)
     return outlines
+
+
+def _outline_keys(
+    source: SourceTree, plan: list[_Planned], settings: EngineSettings
+) -> dict[str, str]:
+    """Outline-cache key of each planned file whose blob id the source knows (git only)."""
+    blob_ids = getattr(source, "blob_ids", None)
+    blobs: dict[str, str] = blob_ids() if callable(blob_ids) else {}
+    return {
+        p.path: outline_key(
+            settings,
+            p.path,
+            f"{p.spec.name}/{p.spec.grammar}",
+            blobs[p.path],
+            content_exempt=p.content_exempt,
+        )
+        for p in plan
+        if p.path in blobs
+    }
 
 
 def content_skip_reason(data: bytes, max_line_chars: int) -> str | None:

@@ -41,10 +41,16 @@ class ParseStats:
     parsed: Counter[str] = field(default_factory=Counter)  # language -> files
     skipped: Counter[str] = field(default_factory=Counter)  # reason -> files
     seconds: float = 0.0
+    reused: int = 0  # files whose outline (or skip) came from the outline cache, not a parse
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
-        return {"parsed": dict(self.parsed), "skipped": dict(self.skipped), "seconds": self.seconds}
+        return {
+            "parsed": dict(self.parsed),
+            "skipped": dict(self.skipped),
+            "seconds": self.seconds,
+            "reused": self.reused,
+        }
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,7 @@ class CodeGraph:
             parsed=Counter(st.get("parsed", {})),
             skipped=Counter(st.get("skipped", {})),
             seconds=float(st.get("seconds", 0.0)),
+            reused=int(st.get("reused", 0)),
         )
         return cls(g, stats, data.get("commit"))
 
