@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
-import threading
 import zlib
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -23,10 +21,9 @@ from typing import Any
 
 from spider.graph.extract import BaseRef, CallSite, Definition, FileOutline, ImportRef
 from spider.settings import EngineSettings
+from spider.sqlite_table import SqliteTable
 
 OUTLINE_VERSION = "1"  # bump when extract.py, the queries or _parse_one change an outline
-SQLITE_TIMEOUT_S = 60  # concurrent writers wait this long for the lock
-READ_CHUNK = 900  # stays under SQLite's default limit of host parameters per statement
 
 Entry = FileOutline | str  # an outline, or the reason the file was skipped
 
@@ -73,29 +70,13 @@ class OutlineCache:
     """Outlines and skip reasons stored by key in ``<dir>/outlines.sqlite``."""
 
     def __init__(self, directory: str | Path) -> None:
-        path = Path(directory)
-        path.mkdir(parents=True, exist_ok=True)
-        self.path = path / "outlines.sqlite"
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=SQLITE_TIMEOUT_S, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS outlines (key TEXT PRIMARY KEY, data BLOB)")
-        self._db.commit()
+        self.path = Path(directory) / "outlines.sqlite"
+        self._table = SqliteTable(self.path, "outlines", ["data BLOB"])
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Entry]:
         """Entries found for the given keys; an unreadable row counts as missing."""
-        keys = list(keys)
         found: dict[str, Entry] = {}
-        with self._lock:
-            rows: list[tuple[str, bytes]] = []
-            for i in range(0, len(keys), READ_CHUNK):
-                chunk = keys[i : i + READ_CHUNK]
-                marks = ",".join("?" * len(chunk))
-                rows += self._db.execute(
-                    f"SELECT key, data FROM outlines WHERE key IN ({marks})", chunk
-                ).fetchall()
-        for key, blob in rows:
+        for key, blob in self._table.get_many(keys, "data"):
             try:
                 found[key] = _decode(blob)
             except (zlib.error, ValueError, KeyError, TypeError):
@@ -104,16 +85,11 @@ class OutlineCache:
 
     def put_many(self, items: dict[str, Entry]) -> None:
         """Store entries (replacing any under the same key)."""
-        rows = [(k, _encode(v)) for k, v in items.items()]
-        with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO outlines VALUES (?, ?)", rows)
-            self._db.commit()
+        self._table.put_many([(k, _encode(v)) for k, v in items.items()])
 
     def __len__(self) -> int:
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM outlines").fetchone()[0])
+        return len(self._table)
 
     def close(self) -> None:
         """Close the database."""
-        with self._lock:
-            self._db.close()
+        self._table.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -15,35 +14,15 @@ from spider.retrieve.bm25 import LexicalIndex
 from spider.settings import EngineSettings
 from spider.source import DirectorySource, GitSource
 from tests.spider.bench.helpers import commit_files, init_repo
+from tests.spider.shop import FILES
 
-CODE = {
-    "pkg/net.py": textwrap.dedent(
-        """
-        class Session:
-            def send(self, request):
-                return self.adapter.send(request, timeout=self.timeout)
-
-            def close(self):
-                self.adapter.close()
-        """
-    ),
-    "pkg/text.py": textwrap.dedent(
-        """
-        def decode_bytes(data, encoding="utf-8"):
-            return data.decode(encoding)
-
-        def split_words(text):
-            return text.split()
-        """
-    ),
-}
-QUERIES = ["Session.send ignores the timeout", "decode_bytes with a bad encoding", "words"]
+QUERIES = ["Cart.add_item accepts a negative quantity", "apply_discount rounds", "price"]
 
 
 @pytest.fixture()
 def repo(tmp_path: Path) -> tuple[Path, str]:
     r = init_repo(tmp_path / "repo")
-    return r, commit_files(r, CODE, "base")
+    return r, commit_files(r, FILES, "base")
 
 
 def _settings(tmp_path: Path) -> EngineSettings:
@@ -68,7 +47,7 @@ def test_a_commits_bm25_indexes_are_written_once_and_read_back(
     assert again._tokens is None  # nothing was tokenized: both indexes came from the cache
     for a, b in zip(built[0] + built[1], loaded[0] + loaded[1], strict=True):
         assert np.array_equal(a, b)
-    assert again.lexical().doc_frequency("send") == first.lexical().doc_frequency("send") > 0
+    assert again.lexical().doc_frequency("quantity") == first.lexical().doc_frequency("quantity") > 0
 
 
 def test_the_file_index_equals_one_built_from_whole_file_texts(
