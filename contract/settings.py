@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import Field, SecretStr, field_validator
 
-from spider.settings import EngineSettings
+from spider.settings import DEFAULT_COLD_POOL, EngineSettings
 
 # Values people paste from examples; refusing them makes a misconfigured deploy fail loudly.
 PLACEHOLDER_SECRET = re.compile(
@@ -146,7 +146,7 @@ class AppSettings(EngineSettings):
 
     # --- indexing before the issue (worker/indexing.py) and the first comment fast ---
     issue_cold_pool: int = Field(
-        300, ge=0, description="an issue job on a repository whose functions are mostly not "
+        DEFAULT_COLD_POOL, ge=0, description="an issue job on a repository whose functions are mostly not "
         "embedded yet ranks with BM25 and the issue's signals and embeds only this many best "
         "candidates (the comment says so; the full index is queued); 0 = it embeds them all"
     )

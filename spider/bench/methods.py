@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from spider.errors import InputError
-from spider.settings import EngineSettings
+from spider.settings import DEFAULT_COLD_POOL, EngineSettings
 
 CONTAINS = ("contains",)
 INVOKES = ("invokes",)
@@ -57,7 +57,7 @@ METHODS: dict[str, dict[str, Any]] = {
     # a first visit's ranking: the cheap rankers pick a pool and dense scores only that pool
     # (vectors come from the cache when the run has them: this measures quality; what a
     # first visit costs in time is ``spider bench speed``'s cold-path row)
-    "cold": {"cold_pool": 300, "cold_always": True},
+    "cold": {"cold_pool": DEFAULT_COLD_POOL, "cold_always": True},
     "default": {},
 }
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from spider.models import Issue
-from spider.settings import EngineSettings
+from spider.settings import DEFAULT_COLD_POOL, EngineSettings
 
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 WARMUP_TEXTS = 8  # embedded before timing a backend: model load is reported apart
@@ -172,7 +172,7 @@ def measure_speed(
 
     cold_dir = _fresh_cache(work, "cold", export)
     shutil.copytree(main / "graphs", cold_dir / "graphs")  # the graph's cost is the row above
-    pool = base.cold_pool or 300
+    pool = base.cold_pool or DEFAULT_COLD_POOL
     cold_settings = base.model_copy(update={"cache_dir": cold_dir, "cold_pool": pool})
 
     def first_ranking() -> Any:
