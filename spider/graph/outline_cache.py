@@ -15,6 +15,7 @@ import json
 import zlib
 from collections.abc import Iterable
 from dataclasses import asdict
+from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,9 @@ OUTLINE_VERSION = "1"  # bump when extract.py, the queries or _parse_one change 
 Entry = FileOutline | str  # an outline, or the reason the file was skipped
 
 
+@lru_cache(maxsize=1)
 def _grammars() -> str:
+    """The grammar package's version (read once: the metadata lookup costs ~1 ms)."""
     try:
         return version("tree-sitter-language-pack")
     except PackageNotFoundError:  # pragma: no cover - a dependency of the project
