@@ -22,7 +22,7 @@ import numpy as np
 from spider.errors import IndexFormatError
 from spider.graph import build_graph
 from spider.graph.model import CodeGraph
-from spider.graph.outline_cache import OutlineCache
+from spider.graph.outline_cache import open_outline_cache
 from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cache import LazyStore
 from spider.retrieve.dense import Encoder, encoder_model_id
@@ -327,7 +327,7 @@ def load_or_build_graph(
                 return CodeGraph.load(cache_path), True
             except IndexFormatError as exc:
                 log.warning("rebuilding graph: %s", exc)
-    outlines = OutlineCache(settings.cache_dir / "outlines") if cache_path is not None else None
+    outlines = open_outline_cache(settings.cache_dir / "outlines") if cache_path else None
     try:
         graph = build_graph(
             source, settings, _tqdm_progress("parsing") if progress else None, outlines

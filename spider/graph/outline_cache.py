@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import sqlite3
 import zlib
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -23,6 +25,8 @@ from typing import Any
 from spider.graph.extract import BaseRef, CallSite, Definition, FileOutline, ImportRef
 from spider.settings import EngineSettings
 from spider.sqlite_table import SqliteTable
+
+log = logging.getLogger(__name__)
 
 OUTLINE_VERSION = "1"  # bump when extract.py, the queries or _parse_one change an outline
 
@@ -77,9 +81,15 @@ class OutlineCache:
         self._table = SqliteTable(self.path, "outlines", ["data BLOB"])
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Entry]:
-        """Entries found for the given keys; an unreadable row counts as missing."""
+        """Entries found for the given keys; an unreadable row, or an unreadable database,
+        counts as missing (the files are parsed again: the cache only saves time)."""
         found: dict[str, Entry] = {}
-        for key, blob in self._table.get_many(keys, "data"):
+        try:
+            rows = self._table.get_many(keys, "data")
+        except sqlite3.Error as exc:
+            log.warning("outline cache unreadable, parsing every file: %s", exc)
+            return found
+        for key, blob in rows:
             try:
                 found[key] = _decode(blob)
             except (zlib.error, ValueError, KeyError, TypeError):
@@ -87,8 +97,12 @@ class OutlineCache:
         return found
 
     def put_many(self, items: dict[str, Entry]) -> None:
-        """Store entries (replacing any under the same key)."""
-        self._table.put_many([(k, _encode(v)) for k, v in items.items()])
+        """Store entries (replacing any under the same key); a failed write is logged, never
+        raised: the graph it was built for is good without it."""
+        try:
+            self._table.put_many([(k, _encode(v)) for k, v in items.items()])
+        except sqlite3.Error as exc:
+            log.warning("outline cache not written: %s", exc)
 
     def __len__(self) -> int:
         return len(self._table)
@@ -96,3 +110,13 @@ class OutlineCache:
     def close(self) -> None:
         """Close the database."""
         self._table.close()
+
+
+def open_outline_cache(directory: Path) -> OutlineCache | None:
+    """The outline cache under ``directory``, or None (logged) when it cannot be opened:
+    a damaged or unwritable file costs a full parse, never the index."""
+    try:
+        return OutlineCache(directory)
+    except (sqlite3.Error, OSError) as exc:
+        log.warning("outline cache %s not used: %s", directory, exc)
+        return None

@@ -101,3 +101,14 @@ def test_the_index_uses_it_for_commits_only(tmp_path: Path) -> None:
     graph, _ = load_or_build_graph(DirectorySource(tree), _settings(tmp_path / "t"))
     assert graph.stats.reused == 0
     assert not (tmp_path / "t" / "cache" / "outlines").exists()
+
+
+def test_a_broken_cache_file_costs_a_parse_not_the_index(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    sha = commit_files(repo, FILES, "base")
+    settings = _settings(tmp_path)
+    (settings.cache_dir / "outlines").mkdir(parents=True)
+    (settings.cache_dir / "outlines" / "outlines.sqlite").write_bytes(b"not a database" * 100)
+    graph, cached = load_or_build_graph(GitSource(repo, sha), settings)
+    assert not cached and graph.stats.reused == 0
+    assert "pkg/net.py:Session.send" in graph.functions()
