@@ -30,7 +30,10 @@ def has_native_bf16(flags: frozenset[str] | None = None) -> bool:
     return bool(BF16_FLAGS & (cpu_flags() if flags is None else flags))
 
 
-def default_encoder(flags: frozenset[str] | None = None) -> str:
+def default_encoder(flags: frozenset[str] | None = None, *, onnx: bool = True) -> str:
     """The encoder ``auto`` stands for: documents in bf16 where the CPU multiplies it
-    natively, else ONNX fp32; queries through ONNX fp32 either way (no torch import)."""
-    return "torch-bf16" if has_native_bf16(flags) else "onnx"
+    natively, else fp32 (through ONNX when ``onnx``: the model is a local directory the
+    graph can be exported from; through torch otherwise)."""
+    if has_native_bf16(flags):
+        return "torch-bf16"
+    return "onnx" if onnx else "torch"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from spider.cpu import default_encoder
@@ -20,6 +20,12 @@ FirstStage = Literal["dense", "bm25", "hybrid"]
 EncoderBackend = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
 
 EXPANDABLE_EDGES: frozenset[str] = frozenset({"contains", "invokes"})
+
+
+def onnx_exportable(model: str) -> bool:
+    """Whether the ONNX encoder can serve ``model``: the bundled one, or a local directory
+    (a hub name would need a download, which the ONNX exporter never does)."""
+    return not model or Path(model).is_dir()
 
 # The pool a first visit embeds. On the 86 Lite dev instances (2026-12-02, fp32 vectors) the
 # default ranking's Recall@20 was 0.660 from the full index, 0.639 from a pool of 300 and
@@ -239,8 +245,10 @@ class EngineSettings(BaseSettings):
 
     @field_validator("encoder", mode="after")
     @classmethod
-    def _encoder(cls, v: str) -> str:
-        return default_encoder() if v == "auto" else v
+    def _encoder(cls, v: str, info: ValidationInfo) -> str:
+        if v != "auto":
+            return v
+        return default_encoder(onnx=onnx_exportable(info.data.get("model", "")))
 
     @field_validator("exclude", "include", mode="before")
     @classmethod

@@ -21,6 +21,7 @@ import numpy as np
 
 from spider.errors import ModelLoadError
 from spider.retrieve.cache import VectorStore, text_key
+from spider.settings import onnx_exportable
 
 log = logging.getLogger(__name__)
 
@@ -175,5 +176,8 @@ class Encoder:
     def encode_query(self, text: str) -> np.ndarray:
         """One unit-norm vector for a query (never cached: issues are one-off; a torch-bf16
         encoder embeds it through ONNX fp32)."""
-        vec = self._embed([self._clip(text)], QUERY_BACKEND.get(self.backend))
+        backend = QUERY_BACKEND.get(self.backend)
+        if backend is not None and not onnx_exportable(self.model_name):
+            backend = "torch"  # a hub model: no local directory to export ONNX from
+        vec = self._embed([self._clip(text)], backend)
         return np.asarray(vec[0], dtype=np.float32)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spider.cpu import cpu_flags, default_encoder, has_native_bf16
-from spider.settings import EngineSettings
+from spider.settings import EngineSettings, onnx_exportable
 
 SAPPHIRE = frozenset({"avx2", "avx512f", "avx512_vnni", "amx_bf16", "amx_int8", "amx_tile"})
 COOPER = frozenset({"avx2", "avx512f", "avx512_bf16"})
@@ -34,3 +34,12 @@ def test_settings_resolve_auto_to_a_concrete_backend() -> None:
     assert EngineSettings(encoder="auto").encoder == default_encoder()
     assert EngineSettings().encoder in ("torch-bf16", "onnx")
     assert EngineSettings(encoder="onnx-int8").encoder == "onnx-int8"
+
+
+def test_auto_never_picks_onnx_for_a_model_it_cannot_export(tmp_path: Path) -> None:
+    assert default_encoder(SKYLAKE, onnx=False) == "torch"
+    assert default_encoder(SAPPHIRE, onnx=False) == "torch-bf16"  # its queries go through torch
+    assert onnx_exportable("") and onnx_exportable(str(tmp_path))
+    assert not onnx_exportable("sentence-transformers/all-mpnet-base-v2")
+    hub = EngineSettings(model="sentence-transformers/all-mpnet-base-v2").encoder
+    assert hub == default_encoder(onnx=False) and hub != "onnx"
