@@ -113,7 +113,8 @@ def test_an_issue_on_a_cold_repository_is_answered_from_a_partial_index_then_aga
     first = run_job(job, deps)
     assert first.status == "created"
     (ours,) = fake.bot_comments(REPO, 1)
-    assert ("Made from a partial index (the repository is being indexed: 300 of 15,461 "
+    pool = deps.settings.issue_cold_pool  # what the stub engine reports it embedded
+    assert (f"Made from a partial index (the repository is being indexed: {pool:,} of 15,461 "
             "functions embedded); this comment is updated once indexing completes.") in ours.body
     assert [(j.repo, j.reason) for j in queued] == [(REPO, "issue")]  # the full index
     # the index job runs, records the head and hands the issue job back to run again
