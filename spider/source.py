@@ -95,6 +95,11 @@ class SourceTree(Protocol):
         """Contents of the given paths, in the given order."""
         ...
 
+    def blob_ids(self) -> dict[str, str]:
+        """Path -> content id (git blob) of the files of the last listing, where the source
+        has them; empty otherwise (the outline cache then has nothing to key by)."""
+        ...
+
 
 def git(args: list[str], cwd: Path) -> bytes:
     """Run git safely (no hooks, no prompts) and return stdout; raise SourceError on failure.
@@ -172,6 +177,10 @@ class DirectorySource:
                 rel = os.path.relpath(full, self.root).replace(os.sep, "/")
                 out.append(SourceFile(rel, st.st_size))
         return out
+
+    def blob_ids(self) -> dict[str, str]:
+        """None: a working tree's files may change under the same path at any time."""
+        return {}
 
     def read_many(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
         """Read each path, refusing anything that resolves outside the root."""

@@ -218,8 +218,7 @@ def _outline_keys(
     source: SourceTree, plan: list[_Planned], settings: EngineSettings
 ) -> dict[str, str]:
     """Outline-cache key of each planned file whose blob id the source knows (git only)."""
-    blob_ids = getattr(source, "blob_ids", None)
-    blobs: dict[str, str] = blob_ids() if callable(blob_ids) else {}
+    blobs = source.blob_ids()
     return {
         p.path: outline_key(
             settings,

@@ -53,6 +53,9 @@ class Recording:
     def files(self) -> list[SourceFile]:
         return self.inner.files()
 
+    def blob_ids(self) -> dict[str, str]:
+        return self.inner.blob_ids()
+
     def read_many(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
         for path, data in self.inner.read_many(paths):
             self.read.append(path)
