@@ -41,6 +41,7 @@ from spider.bench.run import (
 )
 from spider.bench.store import SUMMARY, read_summary
 from spider.errors import InputError, SpiderError
+from spider.retrieve.dense import BACKENDS
 from spider.settings import EngineSettings
 
 DEFAULT_METHODS = "bm25,dense,hybrid"  # the cheap baselines; add spider-* / oracle explicitly
@@ -551,7 +552,7 @@ def speed(
     work: Annotated[
         Path | None, typer.Option("--work", help="folder for the run's caches (default: temp)")
     ] = None,
-    backends: Annotated[str, typer.Option(help="encoders to compare")] = "torch,torch-bf16,onnx,onnx-int8",
+    backends: Annotated[str, typer.Option(help="encoders to compare")] = ",".join(BACKENDS),
     sample: Annotated[
         int, typer.Option(help="function texts per encoder throughput figure (0 = all)")
     ] = 512,

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from spider.models import Issue
+from spider.retrieve.dense import BACKENDS
 from spider.settings import DEFAULT_COLD_POOL, EngineSettings
 
-BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 WARMUP_TEXTS = 8  # embedded before timing a backend: model load is reported apart
 DEFAULT_SAMPLE = 512  # function texts per backend throughput measurement (0 = every function)
 DEFAULT_QUERIES = 20  # issues for the latency percentiles
