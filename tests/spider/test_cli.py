@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.spider.shop import FILES as SHOP
+
 REPO_FILES = {
     "shop/cart.py": '''
 from shop.pricing import apply_discount
@@ -33,17 +35,7 @@ class Cart:
 def price_of(sku):
     return {"apple": 3, "pear": 4}.get(sku, 0)
 ''',
-    "shop/pricing.py": '''
-def apply_discount(amount):
-    """Ten percent off above 100."""
-    if amount > 100:
-        return amount * 0.9
-    return amount
-
-
-def format_price(amount):
-    return f"${amount:.2f}"
-''',
+    "shop/pricing.py": SHOP["shop/pricing.py"],
     "shop/__init__.py": "",
     "tests/test_cart.py": "def test_cart():\n    assert True\n",
     "README.md": "# shop\n",
