@@ -60,6 +60,14 @@ def _graph_key(commit: str, settings: EngineSettings) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
+def commit_key(source: SourceTree, settings: EngineSettings) -> str | None:
+    """The cache key of a git commit's graph and of what is derived from it (BM25 indexes);
+    None for a working tree, which is never cached."""
+    if isinstance(source, GitSource) and source.commit:
+        return _graph_key(source.commit, settings)
+    return None
+
+
 def _vectors_key(commit: str, settings: EngineSettings, function_ids: list[str]) -> str:
     h = hashlib.sha256(VECTORS_VERSION.encode())
     h.update(_graph_key(commit, settings).encode())
@@ -318,10 +326,10 @@ def load_or_build_graph(
     """The graph of ``source``; read from the cache for git commits, else built (a git commit
     parses only the files whose outlines the outline cache lacks). Returns (graph, cached)."""
     cache_path: Path | None = None
-    if isinstance(source, GitSource) and source.commit:
+    if (key := commit_key(source, settings)) is not None:
         gdir = settings.cache_dir / "graphs"
         gdir.mkdir(parents=True, exist_ok=True)
-        cache_path = gdir / f"{_graph_key(source.commit, settings)}.json.gz"
+        cache_path = gdir / f"{key}.json.gz"
         if cache_path.exists():
             try:
                 return CodeGraph.load(cache_path), True
@@ -359,8 +367,7 @@ def build_index(
     graph, cached = load_or_build_graph(source, settings, progress=progress)
     functions = graph.functions()
     index = Index(graph=graph, settings=settings, function_ids=functions, progress=progress)
-    if isinstance(source, GitSource) and source.commit:
-        index.cache_key = _graph_key(source.commit, settings)
+    index.cache_key = commit_key(source, settings)
     index.stats.update(
         graph_seconds=round(time.perf_counter() - t0, 3),
         graph_cached=cached,
