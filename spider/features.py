@@ -145,6 +145,7 @@ def head_features(
 ) -> np.ndarray:
     """Feature rows (``HEAD_FEATURES`` order) for the function indices ``items`` of ``fs``."""
     ids = index.function_ids
+    issue = fs.issue or issue
     title = _title_ranks(index, fs, issue.title) if issue is not None else {}
     n = len(ids)
     rank = fs.rank
@@ -217,6 +218,7 @@ def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: I
     col = {name: j for j, name in enumerate(RANKER_FEATURES)}
     ids = index.function_ids
     g = index.graph
+    issue = fs.issue or issue  # the text the first stage ranked (cut at max_issue_chars)
     text = issue.text
     words = set(_WORD_RE.findall(text))
     lower_words = {w.lower() for w in words}
@@ -225,9 +227,9 @@ def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: I
     signal = fs.signal if fs.signal is not None else np.zeros(len(ids))
     raw_d = fs.raw.get("dense")
     file_of = index.file_of()
-    # the whole issue, as every feature here reads it (the first stage cuts it at
-    # max_issue_chars): not the first stage's file scores, which differ for long issues
-    file_scores = index.file_lexical().scores(text) if fs.kind == "hybrid" else None
+    file_scores = fs.file_scores
+    if file_scores is None and fs.kind == "hybrid":  # file BM25 was not fused: score it here
+        file_scores = index.file_lexical().scores(text)
     top_file = float(file_scores.max()) if file_scores is not None and len(file_scores) else 0.0
     file_sizes = np.bincount(file_of) if len(file_of) else np.zeros(0, dtype=np.int64)
     top20 = np.bincount(file_of[fs.order[:20]], minlength=len(file_sizes)) if len(ids) else None

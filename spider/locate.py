@@ -116,6 +116,7 @@ def locate(
     selector = selector or make_selector(settings)
     t0 = time.perf_counter()
     fs = ranked_first_stage(index, issue, settings, ranker=ranker)
+    issue = fs.issue or issue  # cut at max_issue_chars once, by the first stage
     t1 = time.perf_counter()
     ids = index.function_ids
     pool_n = max(settings.pool, settings.k)
@@ -133,7 +134,7 @@ def locate(
     t2 = time.perf_counter()
     hits: list[Hit] = []
     g = index.graph.g
-    text = issue.text[: settings.max_issue_chars]
+    text = issue.text
     documents = index.documents()
     for node_id in final:
         a = g.nodes[node_id]

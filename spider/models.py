@@ -45,6 +45,16 @@ class Issue:
         """Title and body joined, as embedded and matched."""
         return f"{self.title}\n\n{self.body}".strip()
 
+    def clipped(self, max_chars: int) -> Issue:
+        """The issue cut so that :attr:`text` holds at most ``max_chars`` characters (the
+        title first); the same issue when it is short enough."""
+        if len(self.text) <= max_chars:
+            return self
+        title = self.title.strip()[:max_chars]
+        room = max_chars - len(title) - 2
+        body = self.body.strip()[: max(room, 0)]
+        return Issue(title=title, body=body)
+
 
 @dataclass(frozen=True)
 class Reason:

@@ -48,7 +48,7 @@ def collect(
         path = out / f"{inst.instance_id}.npz"
         if not path.exists():
             index, truth, id_map = index_instance(inst, resolve, settings)
-            text = inst.issue().text[: settings.max_issue_chars]
+            text = inst.issue().clipped(settings.max_issue_chars).text
             q = index.encoder().encode_query(text)
             sig, _ = signal_scores(index.name_table(), extract_signals(text), len(id_map))
             file_rank = ranks_from_scores(index.file_lexical().scores(text))[index.file_of()]

@@ -65,6 +65,9 @@ class FirstStage:
     head_logits: np.ndarray | None = None  # that model's scores, in ``order``'s order
     partial: dict[str, Any] | None = None  # set when dense scored only a pool (cold path)
     pool: np.ndarray | None = None  # the function indices dense scored (cold path)
+    issue: Issue | None = None  # the issue as ranked (cut at max_issue_chars): later stages
+    # read this one, so every feature sees the text the rankers saw
+    file_scores: np.ndarray | None = None  # file-level BM25 score per file (hybrid)
 
     def shown_rank(self) -> np.ndarray:
         """1-based position of every function in ``order``: the rank a reader sees."""
@@ -87,7 +90,8 @@ def first_stage(
     """Rank every function of the index for the issue with the configured first stage.
 
     ``dense=False`` leaves the dense ranking out (what the cold path pools from)."""
-    text = issue.text[: settings.max_issue_chars]
+    issue = issue.clipped(settings.max_issue_chars)
+    text = issue.text
     ranks: dict[str, np.ndarray] = {}
     scores: dict[str, np.ndarray] = {}
     partial: dict[str, Any] | None = None
@@ -108,13 +112,15 @@ def first_stage(
     if settings.first_stage in ("bm25", "hybrid"):
         scores["bm25"] = index.lexical().scores(text)
         ranks["bm25"] = ranks_from_scores(scores["bm25"])
+    file_scores: np.ndarray | None = None
     if settings.first_stage == "hybrid":
         lists, weights = [ranks["bm25"]], [settings.fusion_bm25]
         if "dense" in ranks:
             lists.append(ranks["dense"])
             weights.append(settings.fusion_dense)
         if settings.fusion_file > 0 and len(index.function_ids):
-            file_ranks = ranks_from_scores(index.file_lexical().scores(text))
+            file_scores = index.file_lexical().scores(text)
+            file_ranks = ranks_from_scores(file_scores)
             ranks["file"] = file_ranks[index.file_of()]
             lists.append(ranks["file"])
             weights.append(settings.fusion_file)
@@ -146,4 +152,6 @@ def first_stage(
         raw=scores,
         partial=partial,
         pool=pool,
+        issue=issue,
+        file_scores=file_scores,
     )

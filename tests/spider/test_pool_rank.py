@@ -57,6 +57,31 @@ def test_features_read_the_issue_the_graph_and_the_file(index: Index) -> None:
     assert sorted(np.exp(two[:, col["log_dense_rank"]]).round().tolist()) == [1.0, 2.0]
 
 
+def test_features_read_the_issue_as_the_first_stage_cut_it(index: Index) -> None:
+    """Words past max_issue_chars reach no ranker, so no feature may read them either."""
+    tail = " then `format_price` fails too"
+    long = Issue("Cart total is negative", "x " * 150 + tail)
+    settings = index.settings.model_copy(update={"max_issue_chars": 250})
+    fs = first_stage(index, long, settings)
+    assert (
+        fs.issue is not None and len(fs.issue.text) <= 250 and "format_price" not in fs.issue.text
+    )
+    ids = index.function_ids
+    col = RANKER_FEATURES.index("name_mentioned")
+    x = ranker_features(index, fs, list(range(len(ids))), long)
+    assert x[ids.index("shop/pricing.py:format_price"), col] == 0
+    whole = first_stage(index, long, index.settings)
+    x = ranker_features(index, whole, list(range(len(ids))), long)
+    assert x[ids.index("shop/pricing.py:format_price"), col] == 1
+
+
+def test_issue_clipped_keeps_the_title() -> None:
+    issue = Issue("A title", "b" * 100)
+    assert issue.clipped(1000) is issue
+    cut = issue.clipped(20)
+    assert cut.title == "A title" and len(cut.text) == 20 and cut.text.startswith("A title\n\nbbb")
+
+
 def test_pool_relative_ranks_share_ties() -> None:
     x = np.zeros((4, len(RANKER_FEATURES)))
     j = RANKER_FEATURES.index("log_dense_rank")
