@@ -42,6 +42,14 @@ def corpus(
         float | None, typer.Option(help="start no new instance after this many seconds")
     ] = None,
     cache_dir: Annotated[Path | None, typer.Option(help="graph and embedding cache")] = None,
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm/--cold",
+            help="embed every function (the pools an indexed repository ranks) or only each "
+            "pool (the cold path: much cheaper)",
+        ),
+    ] = False,
 ) -> None:
     """Collect each instance's candidate pool, features and labels into OUT."""
     from spider.train.corpus import build_corpus
@@ -63,6 +71,7 @@ def corpus(
             pool=pool,
             max_per_repo=max_per_repo,
             budget_s=budget_s,
+            warm=warm,
         )
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
@@ -71,7 +80,10 @@ def corpus(
 
 @train_app.command("ranker")
 def ranker(
-    corpus_dir: Annotated[Path, typer.Option("--corpus", "-c", help="a `train corpus` folder")],
+    corpus_dirs: Annotated[
+        list[Path],
+        typer.Option("--corpus", "-c", help="a `train corpus` folder (repeatable: pooled)"),
+    ],
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="write the CV report here (JSON)")
     ] = None,
@@ -92,7 +104,7 @@ def ranker(
 
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
-        rows, bench = fitting.training_rows(read_corpus(corpus_dir))
+        rows, bench = fitting.training_rows([r for d in corpus_dirs for r in read_corpus(d)])
         params, cv, calibration = fitting.cross_validate(rows)
         if curve:
             cv["learning_curve"] = fitting.learning_curve(rows, params)

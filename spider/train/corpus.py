@@ -114,10 +114,13 @@ def interleave(instances: Sequence[Instance], max_per_repo: int) -> list[Instanc
     return out
 
 
-def corpus_settings(base: EngineSettings, pool: int) -> EngineSettings:
+def corpus_settings(base: EngineSettings, pool: int, *, warm: bool = False) -> EngineSettings:
     """The engine's defaults with no re-ranking, and the cold path's pool as big as the
-    kept pool (a repository without vectors embeds only its candidates)."""
-    return base.model_copy(update={"rerank": False, "cold_pool": pool, "cold_always": False})
+    kept pool (a repository without vectors embeds only its candidates); ``warm`` embeds
+    every function instead, so that the pools are the ones an indexed repository ranks."""
+    return base.model_copy(
+        update={"rerank": False, "cold_pool": 0 if warm else pool, "cold_always": False}
+    )
 
 
 def collect_instance(
@@ -197,13 +200,15 @@ def build_corpus(
     pool: int = DEFAULT_POOL,
     max_per_repo: int = DEFAULT_MAX_PER_REPO,
     budget_s: float | None = None,
+    warm: bool = False,
 ) -> dict[str, Any]:
     """Collect every instance not yet in ``out``; returns (and writes) the corpus summary.
 
     Instances whose repository is not on disk are skipped and counted; ``budget_s`` stops
-    starting new instances after that many seconds (the next run continues)."""
+    starting new instances after that many seconds (the next run continues); ``warm``
+    embeds every function of each commit (see :func:`corpus_settings`)."""
     out.mkdir(parents=True, exist_ok=True)
-    settings = corpus_settings(settings, pool)
+    settings = corpus_settings(settings, pool, warm=warm)
     todo = interleave(dedupe_by_text(instances), max_per_repo)
     missing: Counter[str] = Counter()
     done = failed = 0

@@ -79,6 +79,17 @@ def test_collects_pool_features_and_labels(repo: tuple[Path, str], tmp_path: Pat
     assert json.loads((out / "corpus.json").read_text())["by_repo"]["acme/shop"]["labels"] == 1
 
 
+def test_a_warm_corpus_embeds_every_function(repo: tuple[Path, str], tmp_path: Path) -> None:
+    """--warm: the pools an indexed repository ranks (dense over every function)."""
+    root, sha = repo
+    resolve = template_resolver(str(root.parent / "{owner}+{name}"))
+    out = tmp_path / "corpus"
+    build_corpus([_inst("a-1", sha)], resolve, _settings(tmp_path), out, pool=4, warm=True)
+    with np.load(out / "a-1.npz") as data:
+        assert not bool(data["partial"]) and data["pool_vecs"].shape == (4, 384)
+    assert read_row(out / "a-1.npz").labels == 1
+
+
 def test_resumes_and_counts_what_it_cannot_reach(repo: tuple[Path, str], tmp_path: Path) -> None:
     root, sha = repo
     resolve = template_resolver(str(root.parent / "{owner}+{name}"))
