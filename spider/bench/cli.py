@@ -511,12 +511,29 @@ def markdown(
     skip_repo: Annotated[
         str | None, typer.Option("--skip-repo", help="average over all but these repositories")
     ] = None,
+    language: Annotated[
+        str | None,
+        typer.Option(
+            "--per-language",
+            help="also this method's per-language table (an instance counts under the "
+            "language of most files its ground truth lives in)",
+        ),
+    ] = None,
 ) -> None:
     """Print a finished run's tables as Markdown (as pasted into the README)."""
     from spider.bench.report import markdown_report
 
     summary = _finished(out)
-    typer.echo(markdown_report(summary, method, split_csv(only_repo) or (), split_csv(skip_repo) or ()))
+    if language and language not in summary.get("per_language", {}):
+        raise exit_error(
+            f"{out}/{SUMMARY} has no per-language table for {language!r}: run the same "
+            "`spider bench` command again (it skips finished pairs and rewrites the summary)"
+        )
+    typer.echo(
+        markdown_report(
+            summary, method, split_csv(only_repo) or (), split_csv(skip_repo) or (), language
+        )
+    )
 
 
 @bench_app.command("coverage")

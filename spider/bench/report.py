@@ -163,13 +163,18 @@ def markdown_report(
     method: str | None = None,
     only: Sequence[str] = (),
     skip: Sequence[str] = (),
+    language: str | None = None,
 ) -> str:
     """The per-method table (over the chosen repositories), then (for ``method``) its
-    per-repository table, then provenance."""
+    per-repository table, (for ``language``) that method's per-language table, then
+    provenance."""
     subset = bool(only or skip)
     parts = [markdown_table(subset_rows(summary, only, skip) if subset else summary["methods"])]
     if method and method in summary.get("per_repo", {}):
         parts.append(markdown_table(summary["per_repo"][method], first=f"{method}: repository"))
+    if language and language in summary.get("per_language", {}):
+        by_language = summary["per_language"][language]
+        parts.append(markdown_table(by_language, first=f"{language}: language"))
     parts.append(
         f"`{summary.get('command', '')}` · {summary.get('date', '')} · {summary.get('machine', '')}"
     )

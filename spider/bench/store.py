@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from spider.bench.dataset import Instance
 from spider.bench.metrics import aggregate, metric_names
 from spider.errors import SpiderError
+from spider.graph.languages import has_cpp_sources, spec_for_path
 from spider.source import git
 
 if TYPE_CHECKING:
@@ -183,6 +184,23 @@ def _timing_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+# languages reported together (one grammar family in the reader's eyes)
+LANGUAGE_GROUPS = {"javascript": "JS/TS", "typescript": "JS/TS", "tsx": "JS/TS"}
+
+
+def language_of(function_ids: Sequence[str]) -> str:
+    """The language an instance is counted under: that of most files its ground-truth
+    functions live in (``unknown`` when none is a supported language)."""
+    paths = [f.split(":", 1)[0] for f in function_ids]
+    cpp = has_cpp_sources(paths)
+    counts: dict[str, int] = defaultdict(int)
+    for p in paths:
+        spec = spec_for_path(p, headers_are_cpp=cpp)
+        if spec is not None:
+            counts[LANGUAGE_GROUPS.get(spec.name, spec.name)] += 1
+    return max(sorted(counts), key=counts.__getitem__) if counts else "unknown"
+
+
 def summarise(
     rows: list[dict[str, Any]],
     instances: Sequence[Instance],
@@ -201,13 +219,17 @@ def summarise(
     kept = list(latest.values())
     overall: dict[str, Any] = {}
     per_repo: dict[str, dict[str, Any]] = {}
+    per_language: dict[str, dict[str, Any]] = {}
     for name in names:
         mine = [r for r in kept if r["method"] == name]
         overall[name] = _group(mine)
         repos: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        languages: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in mine:
             repos[r["repo"]].append(r)
+            languages[language_of(r.get("gt") or [])].append(r)
         per_repo[name] = {repo: _group(rs) for repo, rs in sorted(repos.items())}
+        per_language[name] = {lang: _group(rs) for lang, rs in sorted(languages.items())}
     return {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": machine_description(),
@@ -222,5 +244,6 @@ def summarise(
         "metrics": metric_names(),
         "methods": overall,
         "per_repo": per_repo,
+        "per_language": per_language,
         "timings": _timing_summary(kept),
     }

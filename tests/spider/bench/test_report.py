@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from spider.bench.report import markdown_report, markdown_table, render_tables
+from spider.bench.store import language_of
 
 HEADER = "| method | n | R@1 | R@5 | R@10 | R@20 | A@20 | MRR@20 | adm/issue | offered/issue |"
 
@@ -77,3 +78,20 @@ def test_console_tables_show_the_expansion_columns() -> None:
     assert old.count("–") == 2
     expand = next(line for line in text.splitlines() if " expand " in line)
     assert "1.50" in expand and "12.00" in expand
+
+
+def test_an_instance_counts_under_the_language_of_its_fix() -> None:
+    assert language_of(["src/a.ts:f", "src/b.js:g", "lib/c.py:h"]) == "JS/TS"
+    assert language_of(["src/x.h:f", "src/x.cpp:g"]) == "cpp"  # headers beside C++ are C++
+    assert language_of(["src/x.h:f", "src/x.c:g"]) == "c"
+    assert language_of(["README.md:x"]) == language_of([]) == "unknown"
+
+
+def test_markdown_report_has_a_per_language_table() -> None:
+    summary = {
+        "methods": {"dense": {"n": 2, "R@20": 0.5}},
+        "per_repo": {},
+        "per_language": {"dense": {"go": {"n": 1, "R@20": 1.0}, "rust": {"n": 1, "R@20": 0.0}}},
+    }
+    text = markdown_report(summary, language="dense")
+    assert "| dense: language |" in text and "| go | 1 |" in text and "| rust | 1 |" in text

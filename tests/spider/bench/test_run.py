@@ -99,6 +99,7 @@ def test_run_resume_and_summary(setup: tuple[Path, str], tmp_path: Path) -> None
     oracle = summary["methods"]["oracle"]
     assert oracle["n"] == 2 and oracle["R@1"] == pytest.approx((1 + 0.5) / 2)
     assert summary["per_repo"]["bm25"]["o/r"]["n"] == 2
+    assert summary["per_language"]["bm25"]["python"]["n"] == 2  # the fixes are in m.py
     assert json.loads((out / SUMMARY).read_text())["methods"] == summary["methods"]
 
     # a rerun skips finished pairs and adds only the new method
