@@ -27,6 +27,7 @@ import numpy as np
 
 from spider.retrieve.cold import pooled_dense_scores
 from spider.retrieve.fusion import ranks_from_scores
+from spider.retrieve.query import best_cosine
 from spider.retrieve.signals import STRENGTH, extract_signals, looks_like_code
 from spider.retrieve.tokenize import split_identifier
 
@@ -131,10 +132,12 @@ def _title_ranks(index: Index, fs: FirstStage, title: str) -> dict[str, np.ndarr
     title = title.strip()
     if not title or not index.function_ids:
         return out
-    if "dense" in fs.ranks and fs.pool is not None:  # cold path: the pool's vectors only
-        out["dense"] = ranks_from_scores(pooled_dense_scores(index, title, fs.pool))
-    elif "dense" in fs.ranks:
-        out["dense"] = ranks_from_scores(index.vectors() @ index.encoder().encode_query(title))
+    if "dense" in fs.ranks:
+        q = index.encoder().encode_queries([title])
+        if fs.pool is not None:  # cold path: the pool's vectors only
+            out["dense"] = ranks_from_scores(pooled_dense_scores(index, q, fs.pool))
+        else:
+            out["dense"] = ranks_from_scores(best_cosine(index.vectors(), q))
     if "bm25" in fs.ranks:
         out["bm25"] = ranks_from_scores(index.lexical().scores(title))
     return out

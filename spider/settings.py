@@ -146,6 +146,14 @@ class EngineSettings(BaseSettings):
     signals: bool = Field(
         True, description="fuse names, paths and stack frames found in the issue (hybrid only)"
     )
+    query_windows: int = Field(
+        32,
+        ge=1,
+        description="texts the issue is embedded as: its head, then the title with each "
+        "further query_window_chars of the body; a function's dense score is its best cosine "
+        "(1 = the head only: the encoder reads ~512 characters)",
+    )
+    query_window_chars: int = Field(400, ge=100, description="body characters per window")
     rerank: bool = Field(
         True,
         description="re-order the first stage by a learned model (hybrid only): see ranker",

@@ -22,6 +22,7 @@ from spider.bench.cv import leave_one_repository_out
 from spider.bench.dataset import Instance
 from spider.bench.run import RepoResolver, index_instance
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.query import best_cosine, issue_queries
 from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
 from spider.settings import EngineSettings
 
@@ -48,13 +49,16 @@ def collect(
         path = out / f"{inst.instance_id}.npz"
         if not path.exists():
             index, truth, id_map = index_instance(inst, resolve, settings)
-            text = inst.issue().clipped(settings.max_issue_chars).text
-            q = index.encoder().encode_query(text)
+            issue = inst.issue().clipped(settings.max_issue_chars)
+            text = issue.text
+            q = issue_queries(
+                index.encoder(), issue, settings.query_window_chars, settings.query_windows
+            )
             sig, _ = signal_scores(index.name_table(), extract_signals(text), len(id_map))
             file_rank = ranks_from_scores(index.file_lexical().scores(text))[index.file_of()]
             np.savez(
                 path,
-                rd=ranks_from_scores(index.vectors() @ q),
+                rd=ranks_from_scores(best_cosine(index.vectors(), q)),
                 rb=ranks_from_scores(index.lexical().scores(text)),
                 rf=file_rank,
                 sig=np.asarray(sig, dtype=np.float64),

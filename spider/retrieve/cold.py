@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from spider.retrieve.dense import Encoder
+from spider.retrieve.query import best_cosine
 
 UNEMBEDDED_MARGIN = 1e-3  # functions outside the pool score this far below the pool's worst
 
@@ -29,15 +30,15 @@ class PoolIndex(Protocol):
     def vectors_of(self, rows: np.ndarray) -> np.ndarray: ...
 
 
-def pooled_dense_scores(index: PoolIndex, query: str, pool: np.ndarray) -> np.ndarray:
-    """Cosine of the query with each function of ``pool`` (embedded now if need be); every
-    other function ties just below the pool's lowest score, so dense ranks the pool first."""
+def pooled_dense_scores(index: PoolIndex, queries: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """Best cosine of the query vectors (one per row) with each function of ``pool``
+    (embedded now if need be); every other function ties just below the pool's lowest
+    score, so dense ranks the pool first."""
     n = len(index.function_ids)
     pool = np.asarray(pool, dtype=np.int64)
     if n == 0 or len(pool) == 0:
         return np.zeros(n, dtype=np.float32)
-    q = index.encoder().encode_query(query)
-    pooled = index.vectors_of(pool) @ q
+    pooled = best_cosine(index.vectors_of(pool), queries)
     scores = np.full(n, float(pooled.min()) - UNEMBEDDED_MARGIN, dtype=np.float32)
     scores[pool] = pooled
     return scores

@@ -174,10 +174,14 @@ class Encoder:
         return np.stack([found[k] for k in keys]).astype(np.float32)
 
     def encode_query(self, text: str) -> np.ndarray:
-        """One unit-norm vector for a query (never cached: issues are one-off; a torch-bf16
-        encoder embeds it through ONNX fp32)."""
+        """One unit-norm vector for a query (see :meth:`encode_queries`)."""
+        return self.encode_queries([text])[0]
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Unit-norm vectors for queries, one row each (never cached: issues are one-off; a
+        torch-bf16 encoder embeds them through ONNX fp32)."""
         backend = QUERY_BACKEND.get(self.backend)
         if backend is not None and not onnx_exportable(self.model_name):
             backend = "torch"  # a hub model: no local directory to export ONNX from
-        vec = self._embed([self._clip(text)], backend)
-        return np.asarray(vec[0], dtype=np.float32)
+        vecs = self._embed([self._clip(t) for t in texts], backend)
+        return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)

@@ -17,6 +17,7 @@ from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cold import partial_note, pooled_dense_scores
 from spider.retrieve.dense import Encoder
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.query import best_cosine, issue_queries
 from spider.retrieve.signals import NameTable, extract_signals, signal_bonus, signal_scores
 
 if TYPE_CHECKING:
@@ -84,6 +85,12 @@ def _cold(index: Rankable, settings: EngineSettings) -> bool:
     return settings.cold_always or not index.has_vectors()
 
 
+def _queries(index: Rankable, issue: Issue, settings: EngineSettings) -> np.ndarray:
+    return issue_queries(
+        index.encoder(), issue, settings.query_window_chars, settings.query_windows
+    )
+
+
 def first_stage(
     index: Rankable, issue: Issue, settings: EngineSettings, *, dense: bool = True
 ) -> FirstStage:
@@ -100,14 +107,13 @@ def first_stage(
         settings = settings.model_copy(update={"first_stage": "hybrid"})
     elif settings.first_stage in ("dense", "hybrid") and _cold(index, settings):
         cheap = first_stage(index, issue, settings, dense=False).order[: settings.cold_pool]
-        scores["dense"] = pooled_dense_scores(index, text, cheap)
+        scores["dense"] = pooled_dense_scores(index, _queries(index, issue, settings), cheap)
         ranks["dense"] = ranks_from_scores(scores["dense"])
         partial = partial_note(len(cheap), len(index.function_ids))
         pool = cheap
     elif settings.first_stage in ("dense", "hybrid"):
         vecs = index.vectors()
-        q = index.encoder().encode_query(text)
-        scores["dense"] = vecs @ q if len(vecs) else np.zeros(0, dtype=np.float32)
+        scores["dense"] = best_cosine(vecs, _queries(index, issue, settings))
         ranks["dense"] = ranks_from_scores(scores["dense"])
     if settings.first_stage in ("bm25", "hybrid"):
         scores["bm25"] = index.lexical().scores(text)

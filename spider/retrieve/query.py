@@ -1,0 +1,50 @@
+"""The issue as dense queries: its head, then the rest of its body in windows.
+
+The encoder reads 128 tokens (about 512 characters), so a single query embeds the title and
+the start of the body and never sees a traceback or a code sample further down. The issue
+is therefore embedded as several texts: the head (title and the body's start, as one query
+has always been), then the title followed by each further ``window_chars`` slice of the
+body, and a function's dense score is its best cosine with any of them. On the training
+corpus (other projects' issues, each edited function among its pool of 200), the best
+window put the edited functions in the top 20 for 0.619 of labels against 0.535 for the
+head alone (MRR 0.406 against 0.348); README, Learning.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from spider.models import Issue
+    from spider.retrieve.dense import Encoder
+
+TITLE_CHARS = 100  # the title leads every window, cut to this
+
+
+def issue_windows(issue: Issue, window_chars: int, max_windows: int) -> list[str]:
+    """The texts embedded for ``issue``: its head first, then the title with each further
+    ``window_chars`` of the body, at most ``max_windows`` texts in all."""
+    texts = [issue.text]
+    title = issue.title.strip()[:TITLE_CHARS]
+    body = issue.body.strip()
+    for start in range(window_chars, len(body), window_chars):
+        if len(texts) >= max_windows:
+            break
+        texts.append(f"{title}\n{body[start : start + window_chars]}".strip())
+    return texts
+
+
+def issue_queries(
+    encoder: Encoder, issue: Issue, window_chars: int, max_windows: int
+) -> np.ndarray:
+    """Unit-norm query vectors of :func:`issue_windows`, one row per window."""
+    return encoder.encode_queries(issue_windows(issue, window_chars, max_windows))
+
+
+def best_cosine(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Each row of ``vectors``' best cosine with any query (``queries``: one per row)."""
+    if len(vectors) == 0 or len(queries) == 0:
+        return np.zeros(len(vectors), dtype=np.float32)
+    return (vectors @ queries.T).max(axis=1).astype(np.float32)
