@@ -2,7 +2,9 @@
 
 A repository's instances share code, vocabulary and conventions, so a fold holds out a
 whole repository (scikit-learn's ``LeaveOneGroupOut`` with the repository as the group):
-folds come in sorted repository order, items keep their order inside a fold.
+folds come in sorted repository order, items keep their order inside a fold. With many
+repositories, :func:`repository_folds` holds out groups of whole repositories instead
+(``GroupKFold``), which costs K fits instead of one per repository.
 """
 
 from __future__ import annotations
@@ -31,3 +33,23 @@ def leave_one_repository_out(
         )
     for train, test in LeaveOneGroupOut().split(np.zeros((len(groups), 1)), groups=groups):
         yield groups[test[0]], [items[i] for i in train], [items[i] for i in test]
+
+
+def repository_folds(
+    items: Sequence[T], repo: Callable[[T], str], folds: int = 0
+) -> Iterator[tuple[str, list[T], list[T]]]:
+    """Like :func:`leave_one_repository_out`, with ``folds`` groups of whole repositories
+    held out in turn (0, or as many folds as repositories: one repository per fold). The
+    held-out name joins the fold's repositories with ``+``."""
+    groups = [repo(x) for x in items]
+    if folds <= 0 or folds >= len(set(groups)):
+        yield from leave_one_repository_out(items, repo)
+        return
+    if folds < MIN_GROUPS:
+        raise InputError(f"cross-validation needs at least {MIN_GROUPS} folds, got {folds}")
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
+    for train, test in GroupKFold(n_splits=folds).split(np.zeros((len(groups), 1)), groups=groups):
+        held = "+".join(sorted({groups[i] for i in test}))
+        yield held, [items[i] for i in train], [items[i] for i in test]

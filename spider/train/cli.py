@@ -96,8 +96,15 @@ def ranker(
     weights_file: Annotated[
         Path | None, typer.Option(help="write the model here instead of the shipped file")
     ] = None,
+    folds: Annotated[
+        int,
+        typer.Option(
+            help="CV folds of whole repositories (0 = one repository per fold; fewer folds, "
+            "fewer fits)"
+        ),
+    ] = 0,
 ) -> None:
-    """Choose the pool ranker's settings by leave-one-repository-out CV and fit it."""
+    """Choose the pool ranker's settings by leave-repository-out CV and fit it."""
     from spider.pool_rank import MODEL_FILE, dump_ranker
     from spider.train import fit_ranker as fitting
     from spider.train.corpus import read_corpus, summarise
@@ -105,9 +112,9 @@ def ranker(
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
         rows, bench = fitting.training_rows([r for d in corpus_dirs for r in read_corpus(d)])
-        params, cv, calibration = fitting.cross_validate(rows)
+        params, cv, calibration = fitting.cross_validate(rows, folds=folds)
         if curve:
-            cv["learning_curve"] = fitting.learning_curve(rows, params)
+            cv["learning_curve"] = fitting.learning_curve(rows, params, folds=folds)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     data = summarise(rows)

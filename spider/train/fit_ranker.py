@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from spider.bench.cv import leave_one_repository_out
+from spider.bench.cv import repository_folds
 from spider.errors import InputError
 from spider.pool_rank import Calibration, PoolRanker, TreeEnsemble, prior_scores
 from spider.train.corpus import BENCHMARK_REPOS, CorpusRow
@@ -128,27 +128,32 @@ def _repo(r: CorpusRow) -> str:
 
 
 def loro(
-    rows: Sequence[CorpusRow], params: Params
+    rows: Sequence[CorpusRow], params: Params, folds: int = 0
 ) -> tuple[dict[str, Any], list[tuple[float, int]]]:
-    """Leave-one-repository-out figures of ``params`` (before = the first stage's order of
-    the same pools) and the out-of-fold (first item's score, whether it is edited) pairs."""
+    """Leave-repository-out figures of ``params`` (before = the first stage's order of the
+    same pools; ``folds`` groups of repositories, 0 = one per repository) and the
+    out-of-fold (first item's score, whether it is edited) pairs."""
     before: list[dict[str, float]] = []
     after: list[dict[str, float]] = []
-    by_repo: dict[str, dict[str, Any]] = {}
+    per_repo: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]]] = {}
     top: list[tuple[float, int]] = []
-    for held, train, test in leave_one_repository_out(rows, _repo):
+    for _held, train, test in repository_folds(rows, _repo, folds):
         model = fit(train, params)
-        b_rows, a_rows = [], []
         for r in test:
             s = model.scores(r.x)
             order = np.argsort(-s, kind="stable")
-            b_rows.append(metrics(r.y, r.labels))
-            a_rows.append(metrics(r.y[order], r.labels))
+            b, a = metrics(r.y, r.labels), metrics(r.y[order], r.labels)
+            before.append(b)
+            after.append(a)
+            mine = per_repo.setdefault(r.repo, ([], []))
+            mine[0].append(b)
+            mine[1].append(a)
             if len(order):
                 top.append((float(s[order[0]]), int(r.y[order[0]])))
-        before += b_rows
-        after += a_rows
-        by_repo[held] = {"n": len(test), "before": _mean(b_rows), "after": _mean(a_rows)}
+    by_repo = {
+        repo: {"n": len(b), "before": _mean(b), "after": _mean(a)}
+        for repo, (b, a) in sorted(per_repo.items())
+    }
     report = {
         "params": {
             "leaves": params.leaves,
@@ -157,6 +162,7 @@ def loro(
             "min_child": params.min_child,
             "prior": params.prior,
         },
+        "folds": folds or "one repository per fold",
         "instances": len(after),
         "first_stage": _mean(before),
         "ranker": _mean(after),
@@ -178,20 +184,20 @@ def calibrate(top: Sequence[tuple[float, int]]) -> Calibration | None:
 
 
 def cross_validate(
-    rows: Sequence[CorpusRow], grid: Sequence[Params] = GRID, key: str = "R@20"
+    rows: Sequence[CorpusRow], grid: Sequence[Params] = GRID, key: str = "R@20", folds: int = 0
 ) -> tuple[Params, dict[str, Any], Calibration | None]:
-    """The grid point with the best leave-one-repository-out ``key`` (MRR@20 breaks ties),
+    """The grid point with the best leave-repository-out ``key`` (MRR@20 breaks ties),
     every point's figures, and the chosen point's out-of-fold calibration."""
     if len({r.repo for r in rows}) < 2:
         raise InputError("leave-one-repository-out CV needs instances from at least 2 repositories")
     points: list[tuple[Params, dict[str, Any], list[tuple[float, int]]]] = []
     for params in grid:
-        report, top = loro(rows, params)
+        report, top = loro(rows, params, folds)
         log.info("%s: %s", params, report["ranker"])
         points.append((params, report, top))
     best = max(points, key=lambda p: (p[1]["ranker"][key], p[1]["ranker"]["MRR@20"]))
     cv = {
-        "folds": "leave one repository out",
+        "folds": f"{folds} groups of repositories" if folds else "leave one repository out",
         "chosen_by": key,
         "chosen": best[1],
         "grid": [
@@ -203,16 +209,19 @@ def cross_validate(
 
 
 def learning_curve(
-    rows: Sequence[CorpusRow], params: Params, shares: Sequence[float] = (0.25, 0.5, 1.0)
+    rows: Sequence[CorpusRow],
+    params: Params,
+    shares: Sequence[float] = (0.25, 0.5, 1.0),
+    folds: int = 0,
 ) -> list[dict[str, Any]]:
-    """Leave-one-repository-out R@20 / MRR@20 when each fold fits on a share of the other
+    """Leave-repository-out R@20 / MRR@20 when each fold fits on a share of the other
     repositories' instances (the same random subset order for every share)."""
     rng = np.random.default_rng(SEED)
     rank = {r.instance_id: float(v) for r, v in zip(rows, rng.random(len(rows)), strict=True)}
     out = []
     for share in shares:
         after: list[dict[str, float]] = []
-        for _held, train, test in leave_one_repository_out(rows, _repo):
+        for _held, train, test in repository_folds(rows, _repo, folds):
             keep = sorted(train, key=lambda r: rank[r.instance_id])[
                 : max(1, int(len(train) * share))
             ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spider.bench.cv import leave_one_repository_out
+from spider.bench.cv import leave_one_repository_out, repository_folds
 from spider.errors import InputError
 
 
@@ -21,3 +21,17 @@ def test_folds_hold_out_each_repository_in_sorted_order() -> None:
 def test_one_repository_is_not_enough() -> None:
     with pytest.raises(InputError, match="at least 2 repositories"):
         list(leave_one_repository_out(["a1", "a2"], lambda x: x[0]))
+
+
+def test_repository_folds_hold_out_whole_repositories_once() -> None:
+    items = [(f"r{i % 5}", i) for i in range(20)]
+    folds = list(repository_folds(items, lambda x: x[0], folds=2))
+    assert len(folds) == 2
+    held = [x for _, _, test in folds for x in test]
+    assert sorted(held) == sorted(items)  # every item held out exactly once
+    for name, train, test in folds:
+        repos = {r for r, _ in test}
+        assert name == "+".join(sorted(repos)) and not repos & {r for r, _ in train}
+    # 0 folds, or as many as repositories: one repository per fold
+    assert len(list(repository_folds(items, lambda x: x[0], folds=0))) == 5
+    assert len(list(repository_folds(items, lambda x: x[0], folds=9))) == 5
