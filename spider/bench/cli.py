@@ -515,8 +515,8 @@ def markdown(
         str | None,
         typer.Option(
             "--per-language",
-            help="also this method's per-language table (an instance counts under the "
-            "language of most files its ground truth lives in)",
+            help="also this method's per-language table (a repository counts under the "
+            "language of most files its fixes edit)",
         ),
     ] = None,
 ) -> None:

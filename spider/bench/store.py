@@ -189,8 +189,9 @@ LANGUAGE_GROUPS = {"javascript": "JS/TS", "typescript": "JS/TS", "tsx": "JS/TS"}
 
 
 def language_of(function_ids: Sequence[str]) -> str:
-    """The language an instance is counted under: that of most files its ground-truth
-    functions live in (``unknown`` when none is a supported language)."""
+    """The language of most files these functions live in (``unknown`` when none is a
+    supported language); a repository's instances count under that of all their
+    ground truths (a C++ project's header-only fix is C++, not C)."""
     paths = [f.split(":", 1)[0] for f in function_ids]
     cpp = has_cpp_sources(paths)
     counts: dict[str, int] = defaultdict(int)
@@ -220,6 +221,10 @@ def summarise(
     overall: dict[str, Any] = {}
     per_repo: dict[str, dict[str, Any]] = {}
     per_language: dict[str, dict[str, Any]] = {}
+    truths: dict[str, list[str]] = defaultdict(list)
+    for r in kept:
+        truths[r["repo"]] += r.get("gt") or []
+    language = {repo: language_of(ids) for repo, ids in truths.items()}
     for name in names:
         mine = [r for r in kept if r["method"] == name]
         overall[name] = _group(mine)
@@ -227,7 +232,7 @@ def summarise(
         languages: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in mine:
             repos[r["repo"]].append(r)
-            languages[language_of(r.get("gt") or [])].append(r)
+            languages[language[r["repo"]]].append(r)
         per_repo[name] = {repo: _group(rs) for repo, rs in sorted(repos.items())}
         per_language[name] = {lang: _group(rs) for lang, rs in sorted(languages.items())}
     return {
