@@ -95,3 +95,23 @@ def test_markdown_report_has_a_per_language_table() -> None:
     }
     text = markdown_report(summary, language="dense")
     assert "| dense: language |" in text and "| go | 1 |" in text and "| rust | 1 |" in text
+
+
+def test_a_repository_counts_under_the_language_of_all_its_fixes() -> None:
+    from types import SimpleNamespace
+
+    from spider.bench.dataset import Instance
+    from spider.bench.store import summarise
+    from spider.settings import EngineSettings
+
+    def row(iid: str, gt: list[str]) -> dict[str, object]:
+        return {"instance_id": iid, "repo": "o/json", "method": "bm25", "gt": gt,
+                "metrics": {"R@20": 1.0}, "seconds": 1.0, "timings": {}}  # fmt: skip
+
+    rows = [row("a", ["include/x.h:parse"]), row("b", ["src/x.cpp:parse", "src/y.cpp:f"])]
+    insts = [Instance(i, "o/json", "0" * 40, "t", "") for i in ("a", "b")]
+    cfg = SimpleNamespace(
+        methods=[SimpleNamespace(name="bm25")], settings=EngineSettings(), command="x"
+    )
+    summary = summarise(rows, insts, cfg)  # type: ignore[arg-type]
+    assert summary["per_language"]["bm25"] == {"cpp": summary["methods"]["bm25"]}
