@@ -79,8 +79,12 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
     for rel, text in FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text.lstrip("\n"))
-    settings = EngineSettings(
-        cache_dir=tmp_path_factory.mktemp("cache"), k=3, centres=1, edges=("contains", "invokes")
+    settings = EngineSettings(  # the first stage alone: no learned model moves the list
+        cache_dir=tmp_path_factory.mktemp("cache"),
+        k=3,
+        centres=1,
+        edges=("contains", "invokes"),
+        rerank=False,
     )
     return build_index(DirectorySource(root), settings)
 
