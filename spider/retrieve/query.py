@@ -5,9 +5,10 @@ the start of the body and never sees a traceback or a code sample further down. 
 is therefore embedded as several texts: the head (title and the body's start, as one query
 has always been), then the title followed by each further ``window_chars`` slice of the
 body, and a function's dense score is its best cosine with any of them. On the training
-corpus (other projects' issues, each edited function among its pool of 200), the best
-window put the edited functions in the top 20 for 0.619 of labels against 0.535 for the
-head alone (MRR 0.406 against 0.348); README, Learning.
+corpora (727 issues of 53 projects in seven languages, the edited functions ranked among
+each issue's pool of 200 by cosine alone), the best window reached Recall@20 0.614
+against 0.571 for the head alone (MRR@20 0.408 against 0.376); on the 86 Lite dev
+instances dense retrieval over whole repositories went from Recall@20 0.476 to 0.504.
 """
 
 from __future__ import annotations
