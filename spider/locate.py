@@ -182,6 +182,7 @@ def locate(
             "k": settings.k,
             "first_stage": settings.first_stage,
             "signals": settings.signals and settings.first_stage == "hybrid",
+            "query_texts": fs.query_texts,
             "rerank": fs.ranked_by or False,
             "ranked_depth": fs.ranked_depth,
             "selector": selector.name,

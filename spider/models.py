@@ -212,6 +212,11 @@ class Localization:
             "bm25": "BM25",
             "hybrid": "dense retrieval and BM25, fused",
         }.get(str(s.get("first_stage")), str(s.get("first_stage", "first stage")))
+        windows = int(s.get("query_texts") or 0)
+        if windows > 1:
+            first = first.replace(
+                "dense retrieval", f"dense retrieval over {windows} windows of the issue", 1
+            )
         if s.get("signals"):
             first += ", plus the issue's own evidence such as tracebacks and names"
         steps = [first]

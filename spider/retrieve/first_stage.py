@@ -69,6 +69,7 @@ class FirstStage:
     issue: Issue | None = None  # the issue as ranked (cut at max_issue_chars): later stages
     # read this one, so every feature sees the text the rankers saw
     file_scores: np.ndarray | None = None  # file-level BM25 score per file (hybrid)
+    query_texts: int = 0  # texts the issue was embedded as for dense retrieval (windows)
 
     def shown_rank(self) -> np.ndarray:
         """1-based position of every function in ``order``: the rank a reader sees."""
@@ -103,17 +104,20 @@ def first_stage(
     scores: dict[str, np.ndarray] = {}
     partial: dict[str, Any] | None = None
     pool: np.ndarray | None = None
+    queries = np.zeros((0, 0), dtype=np.float32)
     if not dense:
         settings = settings.model_copy(update={"first_stage": "hybrid"})
     elif settings.first_stage in ("dense", "hybrid") and _cold(index, settings):
         cheap = first_stage(index, issue, settings, dense=False).order[: settings.cold_pool]
-        scores["dense"] = pooled_dense_scores(index, _queries(index, issue, settings), cheap)
+        queries = _queries(index, issue, settings)
+        scores["dense"] = pooled_dense_scores(index, queries, cheap)
         ranks["dense"] = ranks_from_scores(scores["dense"])
         partial = partial_note(len(cheap), len(index.function_ids))
         pool = cheap
     elif settings.first_stage in ("dense", "hybrid"):
         vecs = index.vectors()
-        scores["dense"] = best_cosine(vecs, _queries(index, issue, settings))
+        queries = _queries(index, issue, settings)
+        scores["dense"] = best_cosine(vecs, queries)
         ranks["dense"] = ranks_from_scores(scores["dense"])
     if settings.first_stage in ("bm25", "hybrid"):
         scores["bm25"] = index.lexical().scores(text)
@@ -160,4 +164,5 @@ def first_stage(
         pool=pool,
         issue=issue,
         file_scores=file_scores,
+        query_texts=len(queries),
     )

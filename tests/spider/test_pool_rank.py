@@ -133,3 +133,11 @@ def test_head_ranker_on_request(index: Index) -> None:
     loc = locate(index, ISSUE, settings, ranker=_ranker(True))
     assert loc.settings["rerank"] == "head" and loc.settings["ranked_depth"] == 3
     assert "head model" in loc.method()
+
+
+def test_the_method_says_how_many_windows_dense_read(index: Index) -> None:
+    long = Issue("Cart total is negative", "The total goes below zero. " * 40)
+    loc = locate(index, long)
+    assert loc.settings["query_texts"] == 3  # the head, then two more 400-character windows
+    assert "dense retrieval over 3 windows of the issue" in loc.method()
+    assert "windows" not in locate(index, ISSUE).method()  # a short issue is one query

@@ -194,6 +194,11 @@ def test_the_method_line_says_what_ran() -> None:
     assert "selector calls" not in plain_body and "SpIDER" not in plain_body
 
     loc = localization()
+    loc.settings.update(query_texts=4)  # a long issue: dense read it as 4 windows
+    windows = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
+    assert "- Method: dense retrieval over 4 windows of the issue and BM25, fused" in windows
+
+    loc = localization()
     loc.expansion = [CentreExpansion("a.py:f", offered=41, outside=41, accepted=0, admitted=0)]
     nothing = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
     assert "offered 41 neighbours, 41 of them outside the list, and admitted none" in nothing
