@@ -207,16 +207,13 @@ class Localization:
     def method(self) -> str:
         """What ran for this list, in words, from the settings and counts the engine recorded."""
         s = self.settings
-        first = {
-            "dense": "dense retrieval",
-            "bm25": "BM25",
-            "hybrid": "dense retrieval and BM25, fused",
-        }.get(str(s.get("first_stage")), str(s.get("first_stage", "first stage")))
         windows = int(s.get("query_texts") or 0)
-        if windows > 1:
-            first = first.replace(
-                "dense retrieval", f"dense retrieval over {windows} windows of the issue", 1
-            )
+        dense = "dense retrieval" + (f" over {windows} windows of the issue" if windows > 1 else "")
+        first = {
+            "dense": dense,
+            "bm25": "BM25",
+            "hybrid": f"{dense} and BM25, fused",
+        }.get(str(s.get("first_stage")), str(s.get("first_stage", "first stage")))
         if s.get("signals"):
             first += ", plus the issue's own evidence such as tracebacks and names"
         steps = [first]

@@ -51,9 +51,7 @@ def collect(
             index, truth, id_map = index_instance(inst, resolve, settings)
             issue = inst.issue().clipped(settings.max_issue_chars)
             text = issue.text
-            q = issue_queries(
-                index.encoder(), issue, settings.query_window_chars, settings.query_windows
-            )
+            q = issue_queries(index.encoder(), issue, settings)
             sig, _ = signal_scores(index.name_table(), extract_signals(text), len(id_map))
             file_rank = ranks_from_scores(index.file_lexical().scores(text))[index.file_of()]
             np.savez(

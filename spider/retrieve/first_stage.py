@@ -86,12 +86,6 @@ def _cold(index: Rankable, settings: EngineSettings) -> bool:
     return settings.cold_always or not index.has_vectors()
 
 
-def _queries(index: Rankable, issue: Issue, settings: EngineSettings) -> np.ndarray:
-    return issue_queries(
-        index.encoder(), issue, settings.query_window_chars, settings.query_windows
-    )
-
-
 def first_stage(
     index: Rankable, issue: Issue, settings: EngineSettings, *, dense: bool = True
 ) -> FirstStage:
@@ -109,14 +103,14 @@ def first_stage(
         settings = settings.model_copy(update={"first_stage": "hybrid"})
     elif settings.first_stage in ("dense", "hybrid") and _cold(index, settings):
         cheap = first_stage(index, issue, settings, dense=False).order[: settings.cold_pool]
-        queries = _queries(index, issue, settings)
+        queries = issue_queries(index.encoder(), issue, settings)
         scores["dense"] = pooled_dense_scores(index, queries, cheap)
         ranks["dense"] = ranks_from_scores(scores["dense"])
         partial = partial_note(len(cheap), len(index.function_ids))
         pool = cheap
     elif settings.first_stage in ("dense", "hybrid"):
         vecs = index.vectors()
-        queries = _queries(index, issue, settings)
+        queries = issue_queries(index.encoder(), issue, settings)
         scores["dense"] = best_cosine(vecs, queries)
         ranks["dense"] = ranks_from_scores(scores["dense"])
     if settings.first_stage in ("bm25", "hybrid"):

@@ -20,6 +20,7 @@ import numpy as np
 if TYPE_CHECKING:
     from spider.models import Issue
     from spider.retrieve.dense import Encoder
+    from spider.settings import EngineSettings
 
 TITLE_CHARS = 100  # the title leads every window, cut to this
 
@@ -37,11 +38,11 @@ def issue_windows(issue: Issue, window_chars: int, max_windows: int) -> list[str
     return texts
 
 
-def issue_queries(
-    encoder: Encoder, issue: Issue, window_chars: int, max_windows: int
-) -> np.ndarray:
-    """Unit-norm query vectors of :func:`issue_windows`, one row per window."""
-    return encoder.encode_queries(issue_windows(issue, window_chars, max_windows))
+def issue_queries(encoder: Encoder, issue: Issue, settings: EngineSettings) -> np.ndarray:
+    """Unit-norm query vectors of :func:`issue_windows` as ``settings`` size them
+    (``query_window_chars``, ``query_windows``), one row per window."""
+    windows = issue_windows(issue, settings.query_window_chars, settings.query_windows)
+    return encoder.encode_queries(windows)
 
 
 def best_cosine(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from spider.models import Issue
 from spider.retrieve.cache import EmbeddingCache
 from spider.retrieve.dense import Encoder
 from spider.retrieve.query import best_cosine, issue_queries, issue_windows
+from spider.settings import EngineSettings
 
 FILLER = "The page renders slowly when the sidebar is open and nobody knows why. " * 8
 LATE = "Traceback: stack.push fails when the stack is full; push should grow the array."
@@ -33,8 +34,8 @@ def test_a_late_traceback_reaches_the_function_it_names(tmp_path: Path) -> None:
         ]
     )
     issue = Issue("Something is wrong", FILLER + LATE)
-    head = best_cosine(docs, issue_queries(enc, issue, 400, max_windows=1))
-    windows = best_cosine(docs, issue_queries(enc, issue, 400, max_windows=32))
+    head = best_cosine(docs, issue_queries(enc, issue, EngineSettings(query_windows=1)))
+    windows = best_cosine(docs, issue_queries(enc, issue, EngineSettings(query_windows=32)))
     assert len(issue_windows(issue, 400, 32)) > 1
     assert head[0] < head[1]  # the head reads only the filler: the sidebar wins
     assert windows[0] > windows[1]  # a window holds the traceback: push wins
