@@ -27,7 +27,7 @@ import numpy as np
 
 from spider.retrieve.cold import pooled_dense_scores
 from spider.retrieve.fusion import ranks_from_scores
-from spider.retrieve.query import best_cosine
+from spider.retrieve.query import best_cosine, query_vectors
 from spider.retrieve.signals import STRENGTH, extract_signals, looks_like_code
 from spider.retrieve.tokenize import split_identifier
 
@@ -133,7 +133,7 @@ def _title_ranks(index: Index, fs: FirstStage, title: str) -> dict[str, np.ndarr
     if not title or not index.function_ids:
         return out
     if "dense" in fs.ranks:
-        q = index.encoder().encode_queries([title])
+        q = query_vectors(index.encoder(), [title], fs.query_adapter)
         if fs.pool is not None:  # cold path: the pool's vectors only
             out["dense"] = ranks_from_scores(pooled_dense_scores(index, q, fs.pool))
         else:

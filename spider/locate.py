@@ -183,6 +183,7 @@ def locate(
             "first_stage": settings.first_stage,
             "signals": settings.signals and settings.first_stage == "hybrid",
             "query_texts": fs.query_texts,
+            "query_adapter": fs.query_adapter,
             "rerank": fs.ranked_by or False,
             "ranked_depth": fs.ranked_depth,
             "selector": selector.name,

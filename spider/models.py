@@ -209,6 +209,8 @@ class Localization:
         s = self.settings
         windows = int(s.get("query_texts") or 0)
         dense = "dense retrieval" + (f" over {windows} windows of the issue" if windows > 1 else "")
+        if s.get("query_adapter"):
+            dense += " (its query side tuned on other projects' fixed issues)"
         first = {
             "dense": dense,
             "bm25": "BM25",

@@ -154,6 +154,12 @@ class EngineSettings(BaseSettings):
         "(1 = the head only: the encoder reads ~512 characters)",
     )
     query_window_chars: int = Field(400, ge=100, description="body characters per window")
+    query_adapter: str = Field(
+        "",
+        description="a learned map of the issue's query vectors (`spider train encoder`): "
+        "empty or none = the bundled model as is, bundled = spider/query_adapter.npz, else "
+        "the path of an adapter file; function vectors are never changed",
+    )
     rerank: bool = Field(
         True,
         description="re-order the first stage by a learned model (hybrid only): see ranker",

@@ -70,6 +70,7 @@ class FirstStage:
     # read this one, so every feature sees the text the rankers saw
     file_scores: np.ndarray | None = None  # file-level BM25 score per file (hybrid)
     query_texts: int = 0  # texts the issue was embedded as for dense retrieval (windows)
+    query_adapter: str = ""  # the query adapter those texts went through (setting), "" = none
 
     def shown_rank(self) -> np.ndarray:
         """1-based position of every function in ``order``: the rank a reader sees."""
@@ -159,4 +160,5 @@ def first_stage(
         issue=issue,
         file_scores=file_scores,
         query_texts=len(queries),
+        query_adapter=settings.query_adapter if len(queries) else "",
     )

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spider.retrieve.adapter import load_adapter
+
 if TYPE_CHECKING:
     from spider.models import Issue
     from spider.retrieve.dense import Encoder
@@ -38,11 +40,19 @@ def issue_windows(issue: Issue, window_chars: int, max_windows: int) -> list[str
     return texts
 
 
+def query_vectors(encoder: Encoder, texts: list[str], adapter_spec: str = "") -> np.ndarray:
+    """Unit-norm query vectors of ``texts``, one row per text, through the query adapter
+    ``adapter_spec`` names (the setting ``query_adapter``; empty: none)."""
+    vecs = encoder.encode_queries(texts)
+    adapter = load_adapter(adapter_spec)
+    return adapter.apply(vecs) if adapter is not None else vecs
+
+
 def issue_queries(encoder: Encoder, issue: Issue, settings: EngineSettings) -> np.ndarray:
     """Unit-norm query vectors of :func:`issue_windows` as ``settings`` size them
     (``query_window_chars``, ``query_windows``), one row per window."""
     windows = issue_windows(issue, settings.query_window_chars, settings.query_windows)
-    return encoder.encode_queries(windows)
+    return query_vectors(encoder, windows, settings.query_adapter)
 
 
 def best_cosine(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:

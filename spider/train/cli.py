@@ -3,6 +3,7 @@
 spider train corpus --dataset FILE [--dataset FILE ...] --repos TEMPLATE --out DIR
 spider train ranker --corpus DIR [--out DIR] [--write-weights]
 spider train selector --dataset FILE [--dataset FILE ...] --repos TEMPLATE --corpus DIR --out DIR
+spider train encoder --corpus DIR --dataset FILE [--folds K] [--write-weights]
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 
 from spider.bench.cli import command_line, exit_error, split_csv
@@ -211,3 +213,82 @@ def selector(
             "fixed issues, centres from the shipped pool ranker); see README.",
         )
         typer.echo(f"wrote {weights_file or WEIGHTS_FILE}")
+
+
+@train_app.command("encoder")
+def encoder(
+    corpus_dirs: Annotated[
+        list[Path],
+        typer.Option("--corpus", "-c", help="a `train corpus` folder (repeatable: pooled)"),
+    ],
+    dataset: Annotated[
+        list[Path],
+        typer.Option("--dataset", "-d", help="the JSONL the corpus came from (issue texts)"),
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="write the CV report here (JSON)")
+    ] = None,
+    folds: Annotated[int, typer.Option(help="CV folds of whole repositories")] = 5,
+    write_weights: Annotated[
+        bool, typer.Option("--write-weights", help="replace the shipped spider/query_adapter.npz")
+    ] = False,
+    weights_file: Annotated[
+        Path | None, typer.Option(help="write the adapter here instead of the shipped file")
+    ] = None,
+) -> None:
+    """Tune the issue encoder's query side (a linear map of the query vectors; function
+    vectors unchanged) on the corpus's (issue, edited function) pairs, settings chosen by
+    CV over folds of whole repositories against the bundled model as is."""
+    from spider.retrieve.adapter import ADAPTER_FILE, dump_adapter
+    from spider.retrieve.dense import Encoder
+    from spider.train import fit_adapter as fitting
+
+    logging.getLogger("spider").setLevel(logging.INFO)
+    try:
+        files = [p for d in corpus_dirs for p in _corpus_files(d)]
+        wanted = {p.stem for p in files}
+        instances = [i for d in dataset for i in read_dataset(d) if i.instance_id in wanted]
+        settings = EngineSettings()
+        enc = Encoder(
+            settings.model,
+            settings.max_seq_length,
+            None,
+            settings.embed_batch_size,
+            backend=settings.encoder,
+            export_dir=settings.export_dir(),
+        )
+        queries: dict[str, np.ndarray] = {}
+        for d in corpus_dirs:
+            mine = [i for i in instances if (d / f"{i.instance_id}.npz").exists()]
+            queries.update(fitting.embed_windows(mine, enc, settings, d / fitting.QUERIES_FILE))
+        rows, skipped = fitting.adapter_rows(files, queries)
+        cv = fitting.cross_validate(rows, folds=folds)
+    except SpiderError as exc:
+        raise exit_error(str(exc)) from exc
+    cv["left_out"] = skipped
+    report = json.dumps(cv, indent=2)
+    if out is not None:
+        out.write_text(report + "\n")
+    typer.echo(
+        json.dumps({k: cv[k] for k in ("chosen_by", "chosen", "pays", "left_out")}, indent=2)
+    )
+    if write_weights:
+        params = fitting.AdapterParams(**cv["chosen"]["params"])
+        meta = {
+            "comment": "Fitted by `spider train encoder` on the training corpus (other "
+            "projects' fixed issues; never a benchmark repository). See README.",
+            "command": command_line("train"),
+            "params": cv["chosen"]["params"],
+            "cv": {k: cv[k] for k in ("instances", "repositories", "identity", "pays")}
+            | {"adapter": cv["chosen"]["adapter"]},
+            "model": settings.model or "all-MiniLM-L6-v2 (bundled)",
+        }
+        target = weights_file or ADAPTER_FILE
+        dump_adapter(target, fitting.fit_adapter(rows, params), meta)
+        typer.echo(f"wrote {target}")
+
+
+def _corpus_files(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        raise exit_error(f"no corpus at {folder}: run `spider train corpus --out {folder}` first")
+    return sorted(p for p in folder.glob("*.npz") if not p.name.endswith(".tmp.npz"))

@@ -14,6 +14,7 @@ from spider.index import Index
 from spider.locate import locate
 from spider.models import Issue
 from spider.pool_rank import Calibration, PoolRanker, dump_ranker
+from spider.retrieve.adapter import dump_adapter
 from spider.retrieve.first_stage import first_stage
 from spider.train.corpus import CorpusRow
 from spider.train.fit_ranker import Params, fit
@@ -141,3 +142,25 @@ def test_the_method_says_how_many_windows_dense_read(index: Index) -> None:
     assert loc.settings["query_texts"] == 3  # the head, then two more 400-character windows
     assert "dense retrieval over 3 windows of the issue" in loc.method()
     assert "windows" not in locate(index, ISSUE).method()  # a short issue is one query
+
+
+def test_dense_follows_the_query_adapter_file(index: Index, tmp_path: Path) -> None:
+    dim = index.vectors().shape[1]
+    rotation, _ = np.linalg.qr(np.random.default_rng(0).normal(size=(dim, dim)))
+    paths = {"identity": tmp_path / "identity.npz", "rotation": tmp_path / "rotation.npz"}
+    dump_adapter(paths["identity"], np.eye(dim), {})
+    dump_adapter(paths["rotation"], rotation, {})
+    runs = {
+        name: first_stage(index, ISSUE, index.settings.model_copy(update={"query_adapter": str(p)}))
+        for name, p in paths.items()
+    }
+    plain = first_stage(index, ISSUE, index.settings)
+    assert np.allclose(runs["identity"].raw["dense"], plain.raw["dense"], atol=1e-5)
+    assert not np.allclose(runs["rotation"].raw["dense"], plain.raw["dense"], atol=1e-3)
+    settings = index.settings.model_copy(
+        update={"query_adapter": str(paths["rotation"]), "selector": "none"}
+    )
+    loc = locate(index, ISSUE, settings)
+    assert loc.settings["query_adapter"] == str(paths["rotation"])
+    assert "query side tuned" in loc.method()
+    assert "tuned" not in locate(index, ISSUE).method()

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from spider.bench.dataset import write_dataset
 from spider.cli import app
 from spider.pool_rank import PoolRanker
+from spider.retrieve.adapter import QueryAdapter
 from spider.select.offline import OfflineWeights
 from tests.spider.bench.helpers import commit_files, init_repo
 from tests.spider.train.test_corpus import FILES, _inst
@@ -99,3 +100,44 @@ def test_corpus_then_ranker_then_selector(setup: tuple[Path, Path], tmp_path: Pa
 def test_ranker_without_a_corpus_is_a_clean_error(tmp_path: Path) -> None:
     res = runner.invoke(app, ["train", "ranker", "-c", str(tmp_path / "none")])
     assert res.exit_code == 2 and "no corpus" in res.output
+
+
+def test_corpus_then_encoder(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    mirrors, data = setup
+    corpus = tmp_path / "corpus"
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "corpus",
+            "-d",
+            str(data),
+            "-r",
+            str(mirrors / "{owner}+{name}"),
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "-o",
+            str(corpus),
+            "--pool",
+            "4",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    adapter = tmp_path / "adapter.npz"
+    args = ["train", "encoder", "-c", str(corpus), "-d", str(data), "--folds", "2"]
+    res = runner.invoke(
+        app,
+        [*args, "-o", str(tmp_path / "cv.json"), "--write-weights", "--weights-file", str(adapter)],
+    )
+    assert res.exit_code == 0, res.output
+    cv = json.loads((tmp_path / "cv.json").read_text())
+    assert cv["left_out"]["benchmark"] == 1  # psf/requests never teaches
+    assert cv["instances"] == 2 and cv["repositories"] == 2
+    assert {"identity", "grid", "chosen", "pays"} <= set(cv)
+    got = QueryAdapter.load(adapter)
+    assert got.matrix.shape == (384, 384) and got.meta["command"].startswith("spider train")
+    assert (corpus / "adapter" / "queries.npz").exists()  # the windows are embedded once
+    assert json.loads((corpus / "corpus.json").read_text())["total"]["instances"] == 3
+    res = runner.invoke(app, ["train", "corpus", "-d", str(data), "-r", str(mirrors / "{owner}+{name}"),
+                              "--cache-dir", str(tmp_path / "c"), "-o", str(corpus), "--pool", "4"])  # fmt: skip
+    assert res.exit_code == 0, res.output  # the queries' cache is not read as an instance
