@@ -1,7 +1,7 @@
 """``spider train``: build the training corpus and fit the learned models from it.
 
 spider train corpus --dataset FILE [--dataset FILE ...] --repos TEMPLATE --out DIR
-spider train ranker --corpus DIR [--out DIR] [--write-weights]
+spider train ranker --corpus DIR [--weak-corpus DIR] [--out DIR] [--write-weights]
 spider train selector --dataset FILE [--dataset FILE ...] --repos TEMPLATE --corpus DIR --out DIR
 spider train encoder --corpus DIR --dataset FILE [--folds K] [--write-weights]
 """
@@ -105,6 +105,15 @@ def ranker(
             "fewer fits)"
         ),
     ] = 0,
+    weak_dirs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--weak-corpus",
+            "-w",
+            help="a corpus fitted on but never scored (e.g. fix commits mined by `spider "
+            "bench history --mine-only`); a fold leaves out its held-out repositories' rows",
+        ),
+    ] = None,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it."""
     from spider.pool_rank import MODEL_FILE, dump_ranker
@@ -114,14 +123,21 @@ def ranker(
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
         rows, bench = fitting.training_rows([r for d in corpus_dirs for r in read_corpus(d)])
-        params, cv, calibration = fitting.cross_validate(rows, folds=folds)
+        weak, weak_bench = fitting.training_rows(
+            [r for d in weak_dirs or [] for r in read_corpus(d)]
+        )
+        bench += weak_bench
+        params, cv, calibration = fitting.cross_validate(rows, folds=folds, weak=weak)
         if curve:
-            cv["learning_curve"] = fitting.learning_curve(rows, params, folds=folds)
+            cv["learning_curve"] = fitting.learning_curve(rows, params, folds=folds, weak=weak)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     data = summarise(rows)
     cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
     cv["benchmark_rows_left_out"] = bench
+    if weak:
+        w = summarise(weak)
+        cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
     report = json.dumps(cv, indent=2)
     if out is not None:
         out.write_text(report + "\n")
@@ -135,7 +151,7 @@ def ranker(
 
         import lightgbm
 
-        model = dataclasses.replace(fitting.fit(rows, params), calibration=calibration)
+        model = dataclasses.replace(fitting.fit([*rows, *weak], params), calibration=calibration)
         meta = {
             "comment": "Fitted by `spider train ranker` on the training corpus (other projects' "
             "fixed issues; never a benchmark repository). See README.",
@@ -145,6 +161,7 @@ def ranker(
             "cv": {k: cv["chosen"][k] for k in ("instances", "first_stage", "ranker")},
             "learning_curve": cv.get("learning_curve"),
             "trained_on": cv["data"],
+            "weak": cv.get("weak"),
         }
         target = weights_file or MODEL_FILE
         dump_ranker(target, model, meta)

@@ -127,18 +127,31 @@ def _repo(r: CorpusRow) -> str:
     return r.repo
 
 
+def with_weak(
+    train: Sequence[CorpusRow], test: Sequence[CorpusRow], weak: Sequence[CorpusRow]
+) -> list[CorpusRow]:
+    """A fold's training rows plus the weak rows (fitted on, never scored) of repositories
+    the fold does not hold out."""
+    held = {r.repo for r in test}
+    return [*train, *(w for w in weak if w.repo not in held)]
+
+
 def loro(
-    rows: Sequence[CorpusRow], params: Params, folds: int = 0
+    rows: Sequence[CorpusRow],
+    params: Params,
+    folds: int = 0,
+    weak: Sequence[CorpusRow] = (),
 ) -> tuple[dict[str, Any], list[tuple[float, int]]]:
     """Leave-repository-out figures of ``params`` (before = the first stage's order of the
     same pools; ``folds`` groups of repositories, 0 = one per repository) and the
-    out-of-fold (first item's score, whether it is edited) pairs."""
+    out-of-fold (first item's score, whether it is edited) pairs. ``weak`` rows (e.g. fix
+    commits mined from history) join each fold's fit, never its scores."""
     before: list[dict[str, float]] = []
     after: list[dict[str, float]] = []
     per_repo: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]]] = {}
     top: list[tuple[float, int]] = []
     for _held, train, test in repository_folds(rows, _repo, folds):
-        model = fit(train, params)
+        model = fit(with_weak(train, test, weak), params)
         for r in test:
             s = model.scores(r.x)
             order = np.argsort(-s, kind="stable")
@@ -184,7 +197,11 @@ def calibrate(top: Sequence[tuple[float, int]]) -> Calibration | None:
 
 
 def cross_validate(
-    rows: Sequence[CorpusRow], grid: Sequence[Params] = GRID, key: str = "R@20", folds: int = 0
+    rows: Sequence[CorpusRow],
+    grid: Sequence[Params] = GRID,
+    key: str = "R@20",
+    folds: int = 0,
+    weak: Sequence[CorpusRow] = (),
 ) -> tuple[Params, dict[str, Any], Calibration | None]:
     """The grid point with the best leave-repository-out ``key`` (MRR@20 breaks ties),
     every point's figures, and the chosen point's out-of-fold calibration."""
@@ -192,7 +209,7 @@ def cross_validate(
         raise InputError("leave-one-repository-out CV needs instances from at least 2 repositories")
     points: list[tuple[Params, dict[str, Any], list[tuple[float, int]]]] = []
     for params in grid:
-        report, top = loro(rows, params, folds)
+        report, top = loro(rows, params, folds, weak)
         log.info("%s: %s", params, report["ranker"])
         points.append((params, report, top))
     best = max(points, key=lambda p: (p[1]["ranker"][key], p[1]["ranker"]["MRR@20"]))
@@ -213,6 +230,7 @@ def learning_curve(
     params: Params,
     shares: Sequence[float] = (0.25, 0.5, 1.0),
     folds: int = 0,
+    weak: Sequence[CorpusRow] = (),
 ) -> list[dict[str, Any]]:
     """Leave-repository-out R@20 / MRR@20 when each fold fits on a share of the other
     repositories' instances (the same random subset order for every share)."""
@@ -225,7 +243,7 @@ def learning_curve(
             keep = sorted(train, key=lambda r: rank[r.instance_id])[
                 : max(1, int(len(train) * share))
             ]
-            model = fit(keep, params)
+            model = fit(with_weak(keep, test, weak), params)
             for r in test:
                 after.append(metrics(r.y[np.argsort(-model.scores(r.x), kind="stable")], r.labels))
         m = _mean(after)

@@ -18,8 +18,10 @@ from spider.train.fit_ranker import (
     cross_validate,
     fit,
     learning_curve,
+    loro,
     metrics,
     training_rows,
+    with_weak,
 )
 
 RANK = RANKER_FEATURES.index("log_rank")
@@ -172,3 +174,25 @@ def test_model_file_errors_name_the_fix(
     assert "spider train ranker --write-weights" in str(err.value) or "weights, not" in str(
         err.value
     )
+
+
+def test_weak_rows_teach_but_never_score_nor_leak_their_repository() -> None:
+    real = [r for r in ROWS if r.repo in ("o/r0", "o/r1")]
+
+    def misleading(seed: int, repo: str) -> CorpusRow:
+        """Weak labels that contradict the real ones: the first stage's first candidate is
+        the edited one, and the candidate holding the code words is not."""
+        row = _row(seed, repo)
+        y = np.zeros_like(row.y)
+        y[0] = 1
+        return replace(row, instance_id=f"w{seed}", y=y)
+
+    weak_same = [misleading(50 + i, "o/r0") for i in range(30)]
+    weak_other = [misleading(90 + i, "o/h") for i in range(2)]
+    assert with_weak(real[:2], [real[2]], weak_same + weak_other) == [*real[:2], *weak_other]
+    # two folds (o/r0, o/r1): o/r0's weak rows may only teach the fold that holds out o/r1
+    alone = loro(real, SMALL[0], weak=())[0]
+    mixed = loro(real, SMALL[0], weak=weak_same)[0]
+    assert mixed["instances"] == alone["instances"] == len(real)  # weak rows are never scored
+    assert mixed["by_repo"]["o/r1"] != alone["by_repo"]["o/r1"]
+    assert mixed["by_repo"]["o/r0"] == alone["by_repo"]["o/r0"]
