@@ -22,6 +22,13 @@ from spider.bench.run import template_resolver
 from spider.errors import SpiderError
 from spider.settings import EngineSettings
 
+CorpusDirs = Annotated[
+    list[Path], typer.Option("--corpus", "-c", help="a `train corpus` folder (repeatable: pooled)")
+]
+ReportFile = Annotated[
+    Path | None, typer.Option("--out", "-o", help="write the CV report here (JSON)")
+]
+
 train_app = typer.Typer(
     help="Learn the engine's models from real fixes of other projects (never the benchmark's).",
     no_args_is_help=True,
@@ -82,13 +89,8 @@ def corpus(
 
 @train_app.command("ranker")
 def ranker(
-    corpus_dirs: Annotated[
-        list[Path],
-        typer.Option("--corpus", "-c", help="a `train corpus` folder (repeatable: pooled)"),
-    ],
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="write the CV report here (JSON)")
-    ] = None,
+    corpus_dirs: CorpusDirs,
+    out: ReportFile = None,
     write_weights: Annotated[
         bool, typer.Option("--write-weights", help="replace the shipped spider/pool_ranker.json")
     ] = False,
@@ -234,17 +236,12 @@ def selector(
 
 @train_app.command("encoder")
 def encoder(
-    corpus_dirs: Annotated[
-        list[Path],
-        typer.Option("--corpus", "-c", help="a `train corpus` folder (repeatable: pooled)"),
-    ],
+    corpus_dirs: CorpusDirs,
     dataset: Annotated[
         list[Path],
         typer.Option("--dataset", "-d", help="the JSONL the corpus came from (issue texts)"),
     ],
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="write the CV report here (JSON)")
-    ] = None,
+    out: ReportFile = None,
     folds: Annotated[int, typer.Option(help="CV folds of whole repositories")] = 5,
     write_weights: Annotated[
         bool, typer.Option("--write-weights", help="replace the shipped spider/query_adapter.npz")

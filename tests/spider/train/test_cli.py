@@ -34,9 +34,10 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return mirrors, data
 
 
-def test_corpus_then_ranker_then_selector(setup: tuple[Path, Path], tmp_path: Path) -> None:
+def _common(setup: tuple[Path, Path], tmp_path: Path) -> list[str]:
+    """The dataset, repositories and cache options every collecting command takes."""
     mirrors, data = setup
-    common = [
+    return [
         "-d",
         str(data),
         "-r",
@@ -44,10 +45,18 @@ def test_corpus_then_ranker_then_selector(setup: tuple[Path, Path], tmp_path: Pa
         "--cache-dir",
         str(tmp_path / "c"),
     ]
-    corpus = tmp_path / "corpus"
+
+
+def _collect(common: list[str], corpus: Path) -> None:
     res = runner.invoke(app, ["train", "corpus", *common, "-o", str(corpus), "--pool", "4"])
     assert res.exit_code == 0, res.output
     assert json.loads((corpus / "corpus.json").read_text())["total"]["instances"] == 3
+
+
+def test_corpus_then_ranker_then_selector(setup: tuple[Path, Path], tmp_path: Path) -> None:
+    common = _common(setup, tmp_path)
+    corpus = tmp_path / "corpus"
+    _collect(common, corpus)
 
     model = tmp_path / "ranker.json"
     res = runner.invoke(
@@ -103,26 +112,10 @@ def test_ranker_without_a_corpus_is_a_clean_error(tmp_path: Path) -> None:
 
 
 def test_corpus_then_encoder(setup: tuple[Path, Path], tmp_path: Path) -> None:
-    mirrors, data = setup
+    common = _common(setup, tmp_path)
+    data = setup[1]
     corpus = tmp_path / "corpus"
-    res = runner.invoke(
-        app,
-        [
-            "train",
-            "corpus",
-            "-d",
-            str(data),
-            "-r",
-            str(mirrors / "{owner}+{name}"),
-            "--cache-dir",
-            str(tmp_path / "c"),
-            "-o",
-            str(corpus),
-            "--pool",
-            "4",
-        ],
-    )
-    assert res.exit_code == 0, res.output
+    _collect(common, corpus)
     adapter = tmp_path / "adapter.npz"
     args = ["train", "encoder", "-c", str(corpus), "-d", str(data), "--folds", "2"]
     res = runner.invoke(
@@ -137,7 +130,4 @@ def test_corpus_then_encoder(setup: tuple[Path, Path], tmp_path: Path) -> None:
     got = QueryAdapter.load(adapter)
     assert got.matrix.shape == (384, 384) and got.meta["command"].startswith("spider train")
     assert (corpus / "adapter" / "queries.npz").exists()  # the windows are embedded once
-    assert json.loads((corpus / "corpus.json").read_text())["total"]["instances"] == 3
-    res = runner.invoke(app, ["train", "corpus", "-d", str(data), "-r", str(mirrors / "{owner}+{name}"),
-                              "--cache-dir", str(tmp_path / "c"), "-o", str(corpus), "--pool", "4"])  # fmt: skip
-    assert res.exit_code == 0, res.output  # the queries' cache is not read as an instance
+    _collect(common, corpus)  # a second run: the queries' cache is not read as an instance
