@@ -143,14 +143,7 @@ class Index:
             cache = LazyStore(
                 self.settings.cache_dir / "embeddings", self.settings.embedding_cache_url
             )
-            self._encoder = Encoder(
-                self.settings.model,
-                self.settings.max_seq_length,
-                cache,
-                self.settings.embed_batch_size,
-                backend=self.settings.encoder,
-                export_dir=self.settings.export_dir(),
-            )
+            self._encoder = Encoder.from_settings(self.settings, cache)
         return self._encoder
 
     def _matrix_path(self) -> Path | None:

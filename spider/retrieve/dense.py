@@ -21,7 +21,7 @@ import numpy as np
 
 from spider.errors import ModelLoadError
 from spider.retrieve.cache import VectorStore, text_key
-from spider.settings import onnx_exportable
+from spider.settings import EngineSettings, onnx_exportable
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,18 @@ class Encoder:
         self.embedded = 0  # texts actually run through the model (not from cache)
         self.cached = 0
         self.calls = 0  # model invocations (batches of up to batch_size * 8 texts)
+
+    @classmethod
+    def from_settings(cls, settings: EngineSettings, cache: VectorStore | None) -> Encoder:
+        """The encoder ``settings`` configure (model, token cap, batch, backend)."""
+        return cls(
+            settings.model,
+            settings.max_seq_length,
+            cache,
+            settings.embed_batch_size,
+            backend=settings.encoder,
+            export_dir=settings.export_dir(),
+        )
 
     def _model(self) -> Any:
         return load_model(self.model_name, self.max_seq_length)

@@ -256,21 +256,15 @@ def encoder(
     from spider.retrieve.adapter import ADAPTER_FILE, dump_adapter
     from spider.retrieve.dense import Encoder
     from spider.train import fit_adapter as fitting
+    from spider.train.corpus import corpus_files
 
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
-        files = [p for d in corpus_dirs for p in _corpus_files(d)]
+        files = [p for d in corpus_dirs for p in corpus_files(d)]
         wanted = {p.stem for p in files}
         instances = [i for d in dataset for i in read_dataset(d) if i.instance_id in wanted]
         settings = EngineSettings()
-        enc = Encoder(
-            settings.model,
-            settings.max_seq_length,
-            None,
-            settings.embed_batch_size,
-            backend=settings.encoder,
-            export_dir=settings.export_dir(),
-        )
+        enc = Encoder.from_settings(settings, None)  # queries are never cached
         queries: dict[str, np.ndarray] = {}
         for d in corpus_dirs:
             mine = [i for i in instances if (d / f"{i.instance_id}.npz").exists()]
@@ -300,9 +294,3 @@ def encoder(
         target = weights_file or ADAPTER_FILE
         dump_adapter(target, fitting.fit_adapter(rows, params), meta)
         typer.echo(f"wrote {target}")
-
-
-def _corpus_files(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        raise exit_error(f"no corpus at {folder}: run `spider train corpus --out {folder}` first")
-    return sorted(p for p in folder.glob("*.npz") if not p.name.endswith(".tmp.npz"))

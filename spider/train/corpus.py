@@ -182,12 +182,17 @@ def read_row(path: Path, instance_id: str | None = None) -> CorpusRow:
         )
 
 
-def read_corpus(out: Path, *, repos: Iterable[str] | None = None) -> list[CorpusRow]:
-    """Every instance file under ``out`` (optionally only these repositories)."""
+def corpus_files(out: Path) -> list[Path]:
+    """The instance files of the corpus at ``out``, sorted (never a half-written one)."""
     if not out.is_dir():
         raise InputError(f"no corpus at {out}: run `spider train corpus --out {out}` first")
+    return [p for p in sorted(out.glob("*.npz")) if not p.name.endswith(".tmp.npz")]
+
+
+def read_corpus(out: Path, *, repos: Iterable[str] | None = None) -> list[CorpusRow]:
+    """Every instance file under ``out`` (optionally only these repositories)."""
     wanted = set(repos) if repos else None
-    rows = [read_row(p) for p in sorted(out.glob("*.npz")) if not p.name.endswith(".tmp.npz")]
+    rows = [read_row(p) for p in corpus_files(out)]
     return [r for r in rows if wanted is None or r.repo in wanted]
 
 

@@ -20,7 +20,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from statistics import fmean
 from typing import Any
 
 import numpy as np
@@ -28,11 +27,12 @@ import numpy as np
 from spider.bench.cv import repository_folds
 from spider.bench.dataset import Instance
 from spider.errors import InputError
+from spider.retrieve.adapter import QueryAdapter
 from spider.retrieve.dense import Encoder
-from spider.retrieve.query import issue_windows
+from spider.retrieve.query import best_cosine, issue_windows
 from spider.settings import EngineSettings
 from spider.train.corpus import BENCHMARK_REPOS
-from spider.train.fit_ranker import metrics
+from spider.train.fit_ranker import mean_metrics, metrics
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +48,6 @@ class AdapterRow:
     queries: np.ndarray  # windows x d, unit norm, the bundled model's
     candidates: np.ndarray  # n x d: the pool, then edited functions the pool missed
     positive: np.ndarray  # n booleans: the fix edits it
-
-    @property
-    def gold(self) -> np.ndarray:
-        """The edited functions' vectors."""
-        return self.candidates[self.positive]
 
 
 @dataclass(frozen=True)
@@ -138,23 +133,22 @@ def adapter_rows(
     return rows, skipped
 
 
-def _best(cand: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    return (cand @ queries.T).max(axis=1)
+def per_issue(rows: Sequence[AdapterRow], matrix: np.ndarray | None) -> list[dict[str, float]]:
+    """Recall@K / Acc@20 / MRR@20 of each row's edited functions among its candidates
+    ordered by their best cosine with the windows (mapped by ``matrix``, if any), as the
+    engine scores them."""
+    adapter = QueryAdapter(matrix) if matrix is not None else None
+    out = []
+    for r in rows:
+        q = adapter.apply(r.queries) if adapter is not None else r.queries
+        order = np.argsort(-best_cosine(r.candidates, q), kind="stable")
+        out.append(metrics(r.positive[order].astype(np.int64), int(r.positive.sum())))
+    return out
 
 
 def evaluate(rows: Sequence[AdapterRow], matrix: np.ndarray | None) -> dict[str, float]:
-    """Mean Recall@K / Acc@20 / MRR@20 of the edited functions among each row's
-    candidates ordered by their best cosine with the (mapped) windows."""
-    out = []
-    for r in rows:
-        q = r.queries
-        if matrix is not None:
-            q = q @ matrix.T
-            q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
-        order = np.argsort(-_best(r.candidates, q), kind="stable")
-        out.append(metrics(r.positive[order].astype(np.int64), int(r.positive.sum())))
-    keys = out[0].keys() if out else ()
-    return {k: round(fmean(m[k] for m in out), 4) for k in keys}
+    """The mean of :func:`per_issue` over ``rows``."""
+    return mean_metrics(per_issue(rows, matrix))
 
 
 def fit_adapter(rows: Sequence[AdapterRow], params: AdapterParams) -> np.ndarray:
@@ -215,21 +209,22 @@ def cross_validate(
     the chosen point is the best Recall@20, then MRR@20; it ``pays`` when it beats the
     identity on both."""
     splits = list(repository_folds(rows, _repo, folds))
-    base = [evaluate(test, None) for _held, _train, test in splits]
+    identity = mean_metrics([m for _held, _train, test in splits for m in per_issue(test, None)])
     points = []
     for params in grid:
         t0 = time.perf_counter()
-        scores = [evaluate(test, fit_adapter(train, params)) for _held, train, test in splits]
+        scores = [
+            m for _held, train, test in splits for m in per_issue(test, fit_adapter(train, params))
+        ]
         points.append(
             {
                 "params": asdict(params),
-                "adapter": _weighted(scores, splits),
+                "adapter": mean_metrics(scores),
                 "fit_seconds": round((time.perf_counter() - t0) / len(splits), 1),
             }
         )
         log.info("adapter %s: %s", asdict(params), points[-1]["adapter"])
     best = max(points, key=lambda p: (p["adapter"]["R@20"], p["adapter"]["MRR@20"]))
-    identity = _weighted(base, splits)
     return {
         "chosen_by": f"{len(splits)} folds of whole repositories: best Recall@20, then MRR@20, "
         "of the edited functions among each held-out pool by cosine alone",
@@ -239,16 +234,4 @@ def cross_validate(
         "grid": points,
         "chosen": {**best, "identity": identity},
         "pays": all(best["adapter"][k] > identity[k] for k in ("R@20", "MRR@20")),
-    }
-
-
-def _weighted(
-    scores: Sequence[Mapping[str, float]], splits: Sequence[tuple[str, list[Any], list[Any]]]
-) -> dict[str, float]:
-    """Fold means weighted by the fold's instances: the mean over every held-out issue."""
-    sizes = [len(test) for _held, _train, test in splits]
-    total = sum(sizes)
-    keys = scores[0].keys() if scores else ()
-    return {
-        k: round(sum(s[k] * n for s, n in zip(scores, sizes, strict=True)) / total, 4) for k in keys
     }

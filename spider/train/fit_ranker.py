@@ -15,7 +15,7 @@ out-of-fold scores of the chosen settings.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
@@ -118,7 +118,8 @@ def metrics(y: np.ndarray, labels: int) -> dict[str, float]:
     return out
 
 
-def _mean(items: Sequence[dict[str, float]]) -> dict[str, float]:
+def mean_metrics(items: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """The mean of each metric over instances (4 decimals)."""
     keys = items[0].keys() if items else ()
     return {k: round(fmean(m[k] for m in items), 4) for k in keys}
 
@@ -164,7 +165,7 @@ def loro(
             if len(order):
                 top.append((float(s[order[0]]), int(r.y[order[0]])))
     by_repo = {
-        repo: {"n": len(b), "before": _mean(b), "after": _mean(a)}
+        repo: {"n": len(b), "before": mean_metrics(b), "after": mean_metrics(a)}
         for repo, (b, a) in sorted(per_repo.items())
     }
     report = {
@@ -177,8 +178,8 @@ def loro(
         },
         "folds": folds or "one repository per fold",
         "instances": len(after),
-        "first_stage": _mean(before),
-        "ranker": _mean(after),
+        "first_stage": mean_metrics(before),
+        "ranker": mean_metrics(after),
         "by_repo": by_repo,
     }
     return report, top
@@ -246,6 +247,6 @@ def learning_curve(
             model = fit(with_weak(keep, test, weak), params)
             for r in test:
                 after.append(metrics(r.y[np.argsort(-model.scores(r.x), kind="stable")], r.labels))
-        m = _mean(after)
+        m = mean_metrics(after)
         out.append({"share": share, "R@20": m["R@20"], "MRR@20": m["MRR@20"]})
     return out
