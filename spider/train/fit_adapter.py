@@ -172,8 +172,9 @@ def fit_adapter(rows: Sequence[AdapterRow], params: AdapterParams) -> np.ndarray
         for r in rows
     ]
     for _epoch in range(params.epochs):
+        shuffled = rng.permutation(len(data))  # every issue once per epoch
         for start in range(0, len(data), params.batch):
-            batch = [data[i] for i in rng.permutation(len(data))[start : start + params.batch]]
+            batch = [data[i] for i in shuffled[start : start + params.batch]]
             golds = [c[p] for _, c, p in batch]
             loss = torch.zeros(())
             for j, (q, cand, pos) in enumerate(batch):
