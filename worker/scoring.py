@@ -4,7 +4,7 @@ One scoring job (``contract.jobs.FixJob``): re-read the pull request; find the i
 closes (closing keywords in its title, body and commit messages, plus GraphQL's
 ``closingIssuesReferences`` where the token allows); keep those our comment answered; map
 the pull request's hunks to the functions of the graph at its base commit with the rule
-``spider bench`` uses (``spider.bench.groundtruth.patch_functions``); compare with the
+``spider bench`` uses (``spider.patch.patch_functions``); compare with the
 comment's list by id (a listed function renamed or moved since the comment's commit is
 matched by its body's hash); record it once; add one line to the comment.
 
@@ -277,9 +277,9 @@ def _comment_of(gh: GitHubClient, deps: Deps, store: Store, job: FixJob,
 def _score(gh: GitHubClient, deps: Deps, repo: str, base: str, patch: str,
            comment: CommentRecord) -> Score:
     """Changed functions at ``base`` and the comparison with the comment's list."""
-    from spider.bench.groundtruth import literal_globs, parse_patch, patch_functions, patch_paths
     from spider.errors import InputError, NoSourceFiles
     from spider.graph import build_graph
+    from spider.patch import literal_globs, parse_patch, patch_functions, patch_paths
     from spider.source import GitSource
 
     s = deps.settings

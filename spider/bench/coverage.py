@@ -37,7 +37,12 @@ from tree_sitter import Node, Parser, Tree
 from tree_sitter_language_pack import get_language
 
 from spider.bench.dataset import Instance
-from spider.bench.groundtruth import (
+from spider.bench.run import RepoResolver
+from spider.errors import NoSourceFiles, SpiderError
+from spider.graph import build_graph
+from spider.graph.build import exclusion_reasons
+from spider.graph.languages import LanguageSpec, has_cpp_sources, spec_for_path
+from spider.patch import (
     FilePatch,
     Hunk,
     Span,
@@ -47,11 +52,6 @@ from spider.bench.groundtruth import (
     old_side,
     parse_patch,
 )
-from spider.bench.run import RepoResolver
-from spider.errors import NoSourceFiles, SpiderError
-from spider.graph import build_graph
-from spider.graph.build import exclusion_reasons
-from spider.graph.languages import LanguageSpec, has_cpp_sources, spec_for_path
 from spider.settings import EngineSettings
 from spider.source import GitSource
 

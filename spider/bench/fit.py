@@ -30,11 +30,11 @@ import numpy as np
 
 from spider.bench.cv import leave_one_repository_out
 from spider.bench.dataset import Instance
-from spider.bench.ids import graph_ids_for, normalise_id
 from spider.bench.metrics import aggregate, dedupe, score_instance
 from spider.bench.run import RepoResolver, index_instance
 from spider.errors import SpiderError
 from spider.features import NEIGHBOUR_FEATURES, log_rank, pool_features
+from spider.ids import graph_ids_for, normalise_id
 from spider.models import Issue
 from spider.select.base import Candidate, SelectionRequest
 from spider.select.exchange import exchange

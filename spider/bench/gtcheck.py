@@ -1,7 +1,7 @@
 """Check ground truth against the base-commit graph: id match rate and rule agreement.
 
 Match rate: the fraction of ``edit_functions`` ids that exist as function nodes of the
-base-commit graph under the dataset convention (``spider.bench.ids``). Agreement: for both
+base-commit graph under the dataset convention (``spider.ids``). Agreement: for both
 patch rules (``precise`` and ``dataset``), how many instances give exactly the
 ``edit_functions`` set, and the function-level precision/recall against it.
 
@@ -19,10 +19,10 @@ from statistics import fmean
 from typing import Any
 
 from spider.bench.dataset import Instance
-from spider.bench.groundtruth import GT_MODES, literal_globs, patch_ground_truth, patch_paths
 from spider.bench.history import GraphBuilder
-from spider.bench.ids import dataset_id_map, normalise_id, split_id
 from spider.bench.run import RepoResolver
+from spider.ids import dataset_id_map, normalise_id, split_id
+from spider.patch import GT_MODES, literal_globs, patch_ground_truth, patch_paths
 from spider.settings import EngineSettings
 from spider.source import GitSource
 

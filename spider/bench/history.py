@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spider.bench.dataset import Instance
-from spider.bench.groundtruth import (
+from spider.errors import NoSourceFiles, SpiderError
+from spider.graph.model import CodeGraph
+from spider.patch import (
     literal_globs,
     parse_patch,
     patch_ground_truth,
     patch_paths,
 )
-from spider.errors import NoSourceFiles, SpiderError
-from spider.graph.model import CodeGraph
 from spider.settings import EngineSettings
 from spider.source import GitSource, SourceTree, git
 

@@ -1,9 +1,9 @@
 """Recall@K, Acc@K and MRR@K per instance, macro-averaged over instances (as in SpIDER).
 
-Ids are compared after :func:`spider.bench.ids.normalise_id` (``#n`` duplicate suffixes
+Ids are compared after :func:`spider.ids.normalise_id` (``#n`` duplicate suffixes
 stripped), and a ranked list keeps only the first occurrence of each normalised id, so a
 property setter ranked after its getter does not count twice. Mapping nested functions to
-the dataset's convention needs the graph and happens before scoring (``spider.bench.ids``).
+the dataset's convention needs the graph and happens before scoring (``spider.ids``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from statistics import fmean
 
-from spider.bench.ids import normalise_id
+from spider.ids import normalise_id
 
 RECALL_KS: tuple[int, ...] = (1, 3, 5, 10, 20)  # the paper's recall cut-offs
 ACC_KS: tuple[int, ...] = (5, 10, 20)  # "every edited function found" cut-offs

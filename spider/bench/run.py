@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from spider.bench.config import BenchConfig, GtChoice
 from spider.bench.dataset import Instance
-from spider.bench.groundtruth import GroundTruthMode, patch_ground_truth
-from spider.bench.ids import dataset_id_map, normalise_id
 from spider.bench.methods import Method
 from spider.bench.metrics import dedupe, score_instance
 from spider.bench.store import (
@@ -34,6 +32,8 @@ from spider.bench.store import (
     write_summary,
 )
 from spider.errors import InputError, SpiderError
+from spider.ids import dataset_id_map, normalise_id
+from spider.patch import GroundTruthMode, patch_ground_truth
 from spider.settings import EngineSettings
 from spider.source import GitSource
 
@@ -72,7 +72,7 @@ def ground_truth(
     """The instance's ground-truth ids (dataset convention) and where they came from.
 
     ``edit_functions``: the row's labels, or the precise patch rule when it has none;
-    ``precise`` / ``dataset``: always from the patch, by that rule (``spider.bench.groundtruth``).
+    ``precise`` / ``dataset``: always from the patch, by that rule (``spider.patch``).
     """
     if mode == "edit_functions" and inst.edit_functions:
         return sorted({normalise_id(e) for e in inst.edit_functions}), "edit_functions"
@@ -268,8 +268,8 @@ def rescore(
 
     Each instance's touched files are parsed at its base commit to derive the truth.
     """
-    from spider.bench.groundtruth import literal_globs, patch_paths
     from spider.graph import build_graph
+    from spider.patch import literal_globs, patch_paths
 
     by_id = {i.instance_id: i for i in instances}
     truths: dict[str, tuple[list[str], str]] = {}

@@ -5,7 +5,7 @@
 beforehand how many files that parses); see ``model`` for node ids
 and attributes, ``extract`` for the capture names of the per-language query files and
 ``resolve`` for how calls are linked. The benchmark's id convention (enclosing functions
-dropped, ``#n`` stripped) is ``spider.bench.ids.dataset_id``.
+dropped, ``#n`` stripped) is ``spider.ids.dataset_id``.
 """
 
 from spider.graph.build import build_graph, count_source_files

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spider.bench.ids import dataset_id
 from spider.graph import CodeGraph
+from spider.ids import dataset_id
 
 from .conftest import build_fixture, definitions, edges
 
@@ -147,7 +147,7 @@ def test_max_candidates_setting() -> None:
 
 
 def test_ids_map_to_the_benchmark_convention(cg: CodeGraph) -> None:
-    # spider.bench.ids drops enclosing functions and #n, as the dataset does
+    # spider.ids drops enclosing functions and #n, as the dataset does
     assert dataset_id(cg, "app/models.py:Model.validate.check") == "app/models.py:Model.check"
     assert dataset_id(cg, "app/models.py:Model.name#2") == "app/models.py:Model.name"
     assert dataset_id(cg, "app/models.py:Model.Meta.label") == "app/models.py:Model.Meta.label"

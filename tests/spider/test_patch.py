@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spider.bench.groundtruth import (
+from spider.patch import (
     old_side,
     parse_patch,
     patch_ground_truth,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spider.bench.ids import dataset_id, dataset_id_map, graph_ids_for, normalise_id
+from spider.ids import dataset_id, dataset_id_map, graph_ids_for, normalise_id
 from tests.spider.bench.helpers import graph_from_files
 
 SOURCE = """\

@@ -1,4 +1,4 @@
-"""Ground truth from a patch: the functions of the base-commit graph that a fix edits.
+"""Ground truth from a patch: the functions of the base-commit graph that a fix edits (the benchmark and the fix loop both read it).
 
 Two rules, both over the *old* (pre-image) side of each hunk:
 
@@ -28,9 +28,9 @@ from typing import Literal
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from spider.bench.ids import dataset_id
 from spider.errors import InputError
 from spider.graph.model import CodeGraph
+from spider.ids import dataset_id
 
 GroundTruthMode = Literal["precise", "dataset"]
 GT_MODES: tuple[GroundTruthMode, ...] = ("precise", "dataset")
