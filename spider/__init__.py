@@ -1,5 +1,9 @@
 """spider: SpIDER issue localization engine (graph, retrieval, expansion, selectors).
 
+This module is the engine's door: the app (``worker/``, ``contract/``) imports these names
+and the small modules ``spider.models``, ``spider.settings``, ``spider.errors`` and
+``spider.comment``, nothing deeper (``lint-imports`` enforces it).
+
 Importing this package is cheap: heavy modules (torch, tree-sitter) load on first use.
 """
 
@@ -8,35 +12,50 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "GIT_ENV",
     "EngineSettings",
+    "FixMatch",
     "Hit",
     "Index",
     "Issue",
     "Localization",
     "Reason",
     "build_index",
+    "count_source_files",
+    "fix_paths",
     "locate",
+    "match_fix",
+    "normalise_id",
     "open_source",
 ]
 
 _LAZY = {
+    "GIT_ENV": "spider.source",
     "EngineSettings": "spider.settings",
+    "FixMatch": "spider.fixes",
     "Hit": "spider.models",
     "Issue": "spider.models",
     "Localization": "spider.models",
     "Reason": "spider.models",
     "Index": "spider.index",
     "build_index": "spider.index",
+    "count_source_files": "spider.graph",
+    "fix_paths": "spider.fixes",
     "locate": "spider.locate",
+    "match_fix": "spider.fixes",
+    "normalise_id": "spider.ids",
     "open_source": "spider.source",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from spider.fixes import FixMatch, fix_paths, match_fix
+    from spider.graph import count_source_files
+    from spider.ids import normalise_id
     from spider.index import Index, build_index
     from spider.locate import locate
     from spider.models import Hit, Issue, Localization, Reason
     from spider.settings import EngineSettings
-    from spider.source import open_source
+    from spider.source import GIT_ENV, open_source
 
 
 def __getattr__(name: str) -> Any:

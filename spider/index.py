@@ -197,6 +197,14 @@ class Index:
         self.stats.update(embed_seconds=round(time.perf_counter() - t0, 3), embedded=0)
         return True
 
+    def missing_vectors(self) -> int:
+        """How many of the functions have no vector in the embedding cache (0 once the
+        vectors are loaded): what :meth:`vectors` would embed. Reads the cache once;
+        nothing is embedded."""
+        if self._vectors is not None:
+            return 0
+        return self.encoder().missing(self.documents())
+
     def vectors(self) -> np.ndarray:
         """Unit-norm embeddings of every function (embedding what the cache lacks)."""
         if self._vectors is None:

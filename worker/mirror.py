@@ -23,7 +23,7 @@ from pathlib import Path
 
 from contract.jobs import valid_repo
 from contract.settings import AppSettings
-from spider.source import GIT_ENV
+from spider import GIT_ENV
 from worker.errors import FetchFailed, RepositoryTooLarge, UnsafeRepository
 
 log = logging.getLogger(__name__)

@@ -190,7 +190,7 @@ def export_rows(fixes: Sequence[ScoredFix]) -> list[dict[str, Any]]:
     """Scored fixes that changed functions, as ``shared/bench`` dataset rows: the fix's
     patch and base commit, the issue as problem statement, the changed functions in the
     dataset's id convention as ``edit_functions``; what the app listed is kept aside."""
-    from spider.ids import normalise_id
+    from spider import normalise_id
 
     out = []
     for f in fixes:

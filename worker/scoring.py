@@ -4,7 +4,7 @@ One scoring job (``contract.jobs.FixJob``): re-read the pull request; find the i
 closes (closing keywords in its title, body and commit messages, plus GraphQL's
 ``closingIssuesReferences`` where the token allows); keep those our comment answered; map
 the pull request's hunks to the functions of the graph at its base commit with the rule
-``spider bench`` uses (``spider.patch.patch_functions``); compare with the
+``spider bench`` uses (``spider.match_fix``); compare with the
 comment's list by id (a listed function renamed or moved since the comment's commit is
 matched by its body's hash); record it once; add one line to the comment.
 
@@ -15,15 +15,14 @@ edits. The database being away raises ``StoreUnavailable``: the task retries lat
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
-import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import spider
 from contract.jobs import FixJob
 from contract.metrics import RECORDER
 from spider.comment.markdown import Markdown, code
@@ -87,19 +86,6 @@ class Score:
 
 
 # --- pure pieces -------------------------------------------------------------------------
-
-
-def body_hash(text: str) -> str:
-    """A function's code without its signature line(s), dedented: survives a rename and a
-    move into or out of a class (decorators and the ``def`` line are dropped)."""
-    lines = text.splitlines()
-    start = 0
-    for i, line in enumerate(lines):
-        if re.search(r"\bdef\b|\bfunction\b|\bfunc\b|\bfn\b|\(", line):
-            start = i + 1
-            break
-    body = textwrap.dedent("\n".join(lines[start:])).strip()
-    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def compare(listed: Sequence[str], k: int, changed: Iterable[str],
@@ -277,53 +263,18 @@ def _comment_of(gh: GitHubClient, deps: Deps, store: Store, job: FixJob,
 def _score(gh: GitHubClient, deps: Deps, repo: str, base: str, patch: str,
            comment: CommentRecord) -> Score:
     """Changed functions at ``base`` and the comparison with the comment's list."""
-    from spider.errors import InputError, NoSourceFiles
-    from spider.graph import build_graph
-    from spider.patch import literal_globs, parse_patch, patch_functions, patch_paths
-    from spider.source import GitSource
-
     s = deps.settings
-    try:
-        paths = patch_paths(parse_patch(patch)) if patch else []
-    except InputError:
-        paths = []
-    if not paths:
+    if not spider.fix_paths(patch):
         return compare(comment.listed_ids, comment.k, [])
-    listed_paths = [i.split(":", 1)[0] for i in comment.listed_ids]
     with locks.held(deps.redis, locks.repo_lock_name(repo), ttl_s=s.lease_ttl_s,
                     wait_s=s.lock_wait_s):
         base_co = deps.mirrors.fetch_commit(repo, base, gh.token)
         then_co = (deps.mirrors.fetch_commit(repo, comment.commit_sha, gh.token)
                    if comment.commit_sha and comment.commit_sha != base else base_co)
-    source = GitSource(base_co.git_dir, base)
-    narrow = s.model_copy(update={"include": literal_globs(dict.fromkeys(paths + listed_paths))})
-    try:
-        graph = build_graph(source, narrow)
-    except NoSourceFiles:  # docs, tests or unsupported files only
-        return compare(comment.listed_ids, comment.k, [])
-
-    def read_old(ps: list[str]) -> dict[str, str]:
-        return {p: b.decode("utf-8", "replace") for p, b in source.read_many(ps)}
-
-    changed = patch_functions(patch, graph, "precise", read_old=read_old)
-    gone = [lid for lid in comment.listed_ids if lid not in graph.g and lid not in changed]
-    moved: dict[str, str] = {}
-    if gone and changed:
-        by_hash: dict[str, str] = {}
-        for cid in sorted(changed):
-            by_hash.setdefault(body_hash(graph.g.nodes[cid].get("text", "")), cid)
-        then = s.model_copy(update={"include": literal_globs(
-            dict.fromkeys(i.split(":", 1)[0] for i in gone))})
-        try:
-            then_graph = build_graph(GitSource(then_co.git_dir, then_co.sha), then)
-        except NoSourceFiles:
-            then_graph = None
-        for lid in gone:
-            if then_graph is not None and lid in then_graph.g:
-                target = by_hash.get(body_hash(then_graph.g.nodes[lid].get("text", "")))
-                if target is not None:
-                    moved[lid] = target
-    return compare(comment.listed_ids, comment.k, changed, moved)
+    fix = spider.match_fix(spider.open_source(base_co.git_dir, base), patch,
+                           comment.listed_ids, s,
+                           listed_at=spider.open_source(then_co.git_dir, then_co.sha))
+    return compare(comment.listed_ids, comment.k, fix.changed, fix.moved)
 
 
 def _edit_comment(gh: GitHubClient, deps: Deps, job: FixJob, comment_id: int,

@@ -174,6 +174,14 @@ class Encoder:
             return np.zeros((0, 0), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32)
 
+    def missing(self, texts: list[str]) -> int:
+        """How many distinct texts have no vector in the cache (one batch read; nothing is
+        embedded): what :meth:`encode` would have to run through the model."""
+        keys = {text_key(self.model_id, self._clip(t)) for t in texts}
+        if self.cache is None:
+            return len(keys)
+        return len(keys) - len(self.cache.get_many(keys))
+
     def cached_matrix(self, texts: list[str]) -> np.ndarray | None:
         """Every text's vector from the cache alone, or None when any is missing."""
         if self.cache is None or not texts:
