@@ -30,6 +30,19 @@ language-independent. It understands these capture names (aider's repo-map style
 ``@name.package``
     The package or namespace the file declares (Java, Kotlin, C#, PHP, Go).
 
+Two directives, comments to tree-sitter, shape what a query file compiles to:
+
+``;; inherits: parent[, other]``
+    In the file's header (before its first pattern): compile the parents' patterns first
+    (each file once, parents in the order named), then this file's own. A child holds
+    only what its language adds (``typescript`` inherits ``javascript``, ``cpp``
+    inherits ``c``).
+``;; only-grammar: g[, h]``
+    The lines after it, up to the next such line, are compiled only for those grammars
+    (JSX nodes exist in the ``javascript`` and ``tsx`` grammars, not ``typescript``). In
+    an inherited file it is the child's grammar that counts, so a parent keeps what only
+    it parses in such a section.
+
 Captures starting with ``_`` only serve predicates. The definition with the widest span
 wins when two patterns capture the same name (decorated Python definitions start at
 their first decorator, which is how the benchmark's ground truth counts them).
@@ -39,6 +52,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -54,6 +68,9 @@ FUNCTION_KINDS = frozenset({"function", "method", "constructor"})
 MEMBER_KINDS = frozenset({"method", "constructor"})
 
 ONLY_GRAMMAR_MARKER = ";; only-grammar:"
+INHERITS_MARKER = ";; inherits:"
+QUERY_DIRECTORY = "queries"  # package data of spider.graph: <stem>.scm per query file
+QUERY_SUFFIX = ".scm"
 READ_CHUNK_BYTES = 1 << 16  # how much source the parser is handed per read callback
 MAX_RECEIVER_CHARS = 120  # longer receivers are expressions, useless for name resolution
 MAX_NESTING_DEPTH = 32  # deeper definitions are generated or pathological; ids would explode
@@ -72,6 +89,11 @@ class ParseTimeout(Exception):
 
 class ParseFailure(Exception):
     """The parser gave up on a file (or produced nothing usable)."""
+
+
+class QueryInheritanceError(Exception):
+    """A query file's ``;; inherits:`` names a missing file, comes after a pattern, or
+    leads back to the file itself: a defect of the package's queries, not of the input."""
 
 
 @dataclass(slots=True)
@@ -137,13 +159,69 @@ class FileOutline:
 # -- queries and parsing ----------------------------------------------------------------
 
 
-def query_source(query_stem: str, grammar: str) -> str:
-    """The text of a query file, keeping ``;; only-grammar: g`` sections only for grammar g."""
-    text = (
+QueryReader = Callable[[str], str]  # query stem -> the text of its file
+
+
+def read_query_file(query_stem: str) -> str:
+    """The text of ``queries/<stem>.scm`` from the package (FileNotFoundError if none)."""
+    return (
         resources.files("spider.graph")
-        .joinpath("queries", f"{query_stem}.scm")
+        .joinpath(QUERY_DIRECTORY, f"{query_stem}{QUERY_SUFFIX}")
         .read_text(encoding="utf-8")
     )
+
+
+def _is_pattern_line(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith(";")
+
+
+def query_parents(query_stem: str, text: str) -> list[str]:
+    """The stems a query file names in its ``;; inherits:`` lines, in order."""
+    parents: list[str] = []
+    seen_pattern = False
+    for line in text.splitlines():
+        if line.startswith(INHERITS_MARKER):
+            if seen_pattern:
+                raise QueryInheritanceError(
+                    f"{query_stem}{QUERY_SUFFIX}: {INHERITS_MARKER!r} must come before the patterns"
+                )
+            parents.extend(line[len(INHERITS_MARKER) :].replace(",", " ").split())
+        elif _is_pattern_line(line):
+            seen_pattern = True
+    return parents
+
+
+def query_lineage(query_stem: str, read: QueryReader = read_query_file) -> list[tuple[str, str]]:
+    """The files a query compiles from, as (stem, text): every ancestor once, each after
+    its own parents, the query itself last."""
+    done: dict[str, str] = {}
+
+    def visit(stem: str, chain: tuple[str, ...]) -> None:
+        if stem in chain:
+            raise QueryInheritanceError(
+                f"query files inherit in a cycle: {' -> '.join((*chain, stem))}"
+            )
+        if stem in done:
+            return
+        try:
+            text = read(stem)
+        except FileNotFoundError as exc:
+            if not chain:
+                raise
+            raise QueryInheritanceError(
+                f"{chain[-1]}{QUERY_SUFFIX} inherits {stem!r}, which has no query file"
+            ) from exc
+        for parent in query_parents(stem, text):
+            visit(parent, (*chain, stem))
+        done[stem] = text
+
+    visit(query_stem, ())
+    return list(done.items())
+
+
+def _grammar_lines(text: str, grammar: str) -> list[str]:
+    """A file's lines without directives, keeping ``;; only-grammar:`` sections only for grammar."""
     kept: list[str] = []
     keep = True
     for line in text.splitlines():
@@ -151,9 +229,19 @@ def query_source(query_stem: str, grammar: str) -> str:
             grammars = line[len(ONLY_GRAMMAR_MARKER) :].replace(",", " ").split()
             keep = grammar in grammars
             continue
-        if keep:
+        if keep and not line.startswith(INHERITS_MARKER):
             kept.append(line)
-    return "\n".join(kept)
+    return kept
+
+
+def query_source(query_stem: str, grammar: str, read: QueryReader = read_query_file) -> str:
+    """The text a language's query compiles from for one grammar: its inherited files'
+    lines, then its own (see the module docstring for the two directives)."""
+    return "\n".join(
+        line
+        for _stem, text in query_lineage(query_stem, read)
+        for line in _grammar_lines(text, grammar)
+    )
 
 
 @cache

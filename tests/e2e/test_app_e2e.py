@@ -4,7 +4,6 @@ comments onto a fake GitHub. Each test uses its own issue number."""
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -14,6 +13,8 @@ from tests.worker.helpers import git
 from .conftest import ISSUE_BODY, ISSUE_TITLE, REPO, K, new_delivery, payload
 
 pytestmark = pytest.mark.slow
+
+SENTINEL_OFFSET = 100  # a test's sentinel job opens its own issue number plus this
 
 
 def head(stack: DevStack) -> str:
@@ -31,6 +32,15 @@ def open_issue(stack: DevStack, number: int) -> dict[str, object]:
     assert resp.status_code == 202, resp.text
     assert resp.json()["status"] == "queued"
     return stack.result(resp.json()["task_id"])
+
+
+def after_every_earlier_job(stack: DevStack, number: int) -> None:
+    """Open a sentinel issue and wait for its job to end. The stack's one worker process
+    takes one job at a time (prefetch 1, acks late) in the order they were queued, so once
+    the sentinel has ended, every job queued before it (one that should not exist) has too.
+    """
+    assert stack.workers == 1 and stack.worker_concurrency == 1, "the order needs one worker slot"
+    assert open_issue(stack, number + SENTINEL_OFFSET)["status"] == "created"
 
 
 def test_opened_issue_gets_exactly_one_comment_with_k_permalinks(stack: DevStack) -> None:
@@ -65,7 +75,7 @@ def test_the_same_delivery_twice_runs_one_job(stack: DevStack) -> None:
     again = stack.deliver("issues", payload("issues_opened", 3), delivery_id=delivery)
     assert first.json()["status"] == "queued" and again.json()["status"] == "duplicate"
     stack.result(first.json()["task_id"])
-    time.sleep(1.0)  # a second job, had one been queued, would have read the issue by now
+    after_every_earlier_job(stack, 3)  # a second job, had one been queued, has ended
     assert len(stack.fake.requests("GET", path=f"/repos/{REPO}/issues/3")) == 1
     assert len(stack.fake.bot_comments(REPO, 3)) == 1
 
@@ -79,7 +89,7 @@ def test_bad_signature_is_401_and_nothing_is_queued(stack: DevStack) -> None:
     client = stack.redis_client()
     assert client.exists(f"spider:delivery:{delivery}") == 0
     assert client.exists(f"celery-task-meta-{delivery}") == 0
-    time.sleep(1.0)
+    after_every_earlier_job(stack, 4)
     assert stack.fake.requests(contains="/issues/4") == []
     assert client.exists(f"celery-task-meta-{delivery}") == 0
 
@@ -90,7 +100,7 @@ def test_comment_on_a_pull_request_is_ignored(stack: DevStack) -> None:
     resp = stack.deliver("issue_comment", p)
     assert resp.status_code == 202 and resp.json() == {"status": "ignored",
                                                        "reason": "comment on a pull request"}
-    time.sleep(1.0)
+    after_every_earlier_job(stack, 5)
     assert stack.fake.requests(contains="/issues/5") == []
 
 

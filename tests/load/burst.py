@@ -38,6 +38,7 @@ import redis
 
 from bot.signature import sign
 from spider_devkit.devstack import INSTALLATION_ID, DevStack
+from tests.load.jobs import DONE, queued_jobs
 from tests.worker.helpers import make_repo
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -57,7 +58,6 @@ ENV = {
     "SPIDER_RETRY_BACKOFF_MAX_S": "2",
     "SPIDER_GITHUB_BACKOFF_S": "0.1",
 }
-DONE = ("created", "updated", "unchanged", "skipped")
 
 
 @dataclass
@@ -182,7 +182,8 @@ def plan(stack: DevStack, total: int, seed: int = 5) -> list[Delivery]:
 
 def send(stack: DevStack, deliveries: list[Delivery], senders: int,
          result: Result) -> dict[str, str]:
-    """POST every delivery from ``senders`` threads; returns task id -> issue of the jobs."""
+    """POST every delivery from ``senders`` threads; returns task id -> issue of the issue
+    jobs (keyed by the task id the bot answered, tests/load/jobs.py)."""
     queue = list(reversed(deliveries))
     lock = threading.Lock()
     tasks: dict[str, str] = {}
@@ -208,8 +209,9 @@ def send(stack: DevStack, deliveries: list[Delivery], senders: int,
                     if d.issue is None and answer in ("queued", "coalesced"):
                         answer = f"index {answer}"  # pushes, installations: index jobs
                     result.answers[f"{resp.status_code} {answer}"] += 1
-                    if answer == "queued" and d.issue is not None:
-                        tasks[resp.json()["task_id"]] = f"{d.issue[0]}#{d.issue[1]}"
+                    if d.issue is not None:  # index jobs are counted, not drained
+                        for job in queued_jobs(d.delivery_id, resp.json()):
+                            tasks[job.task_id] = f"{d.issue[0]}#{d.issue[1]}"
 
     threads = [threading.Thread(target=run) for _ in range(senders)]
     started = time.perf_counter()

@@ -35,7 +35,8 @@ from typing import Any
 import httpx
 
 from spider_devkit.devstack import DevStack
-from tests.load.burst import DONE, ENV, REPOS, Delivery, drain, plan, scrape_metrics
+from tests.load.burst import ENV, REPOS, Delivery, drain, plan, scrape_metrics
+from tests.load.jobs import QueuedJob, queued_jobs
 from tests.worker.helpers import make_repo
 
 MIN_GAP_S = 0.05  # between two deliveries, whatever the outage length
@@ -121,9 +122,10 @@ def run_outage(workdir: Path, *, deliveries: int = 50, outage_s: float = 60.0,
             if all(any(a.ok for a in stack.fake.deliveries_of(g)) for g in guids):
                 break
             time.sleep(1.0)
-        queued = {g for g in guids for a in stack.fake.deliveries_of(g)
-                  if a.ok and (a.answer or {}).get("status") == "queued"}
-        outcomes = drain(stack, {g: g for g in queued}, max(1.0, deadline - time.monotonic()))
+        queued = {job.task_id: job for g in guids for a in stack.fake.deliveries_of(g) if a.ok
+                  for job in queued_jobs(g, a.answer or {})}
+        outcomes = drain(stack, {t: job.delivery_id for t, job in queued.items()},
+                         max(1.0, deadline - time.monotonic()))
         result.all_done_after_back_s = round(time.monotonic() - back, 1)
         _check(stack, guids, queued, outcomes, result)
         result.metrics = {k: v for k, v in scrape_metrics(stack).items()
@@ -136,20 +138,21 @@ def run_outage(workdir: Path, *, deliveries: int = 50, outage_s: float = 60.0,
     return result
 
 
-def _check(stack: DevStack, guids: list[str], queued: set[str],
+def _check(stack: DevStack, guids: list[str], queued: dict[str, QueuedJob],
            outcomes: dict[str, dict[str, Any]], result: OutageResult) -> None:
+    """Record what went wrong: ``queued`` and ``outcomes`` are keyed by task id."""
     result.accepted = sum(1 for g in guids if any(a.ok for a in stack.fake.deliveries_of(g)))
     result.redeliveries = sum(1 for d in stack.fake.deliveries if d.redelivery)
     result.jobs = len(queued)
     if result.accepted != len(guids):
         result.problems.append(f"{len(guids) - result.accepted} deliveries never accepted")
-    missing = queued - set(outcomes)
+    missing = set(queued) - set(outcomes)
     if missing:
-        result.problems.append(f"{len(missing)} job(s) never ended")
-    for guid, outcome in outcomes.items():
+        result.problems.append(f"{len(missing)} job(s) never ended: {sorted(missing)}")
+    for task_id, outcome in outcomes.items():
         result.outcomes[outcome["status"]] += 1
-        if outcome["status"] not in DONE:
-            result.problems.append(f"job {guid}: {outcome}")
+        if outcome["status"] not in queued[task_id].done:
+            result.problems.append(f"job {task_id}: {outcome}")
     for (repo, n) in list(stack.fake.issues):
         ours = stack.fake.bot_comments(repo, n)
         posts = [c for c in stack.fake.requests("POST", path=f"/repos/{repo}/issues/{n}/comments")
@@ -157,8 +160,8 @@ def _check(stack: DevStack, guids: list[str], queued: set[str],
         if len(ours) > 1 or len(posts) > 1:
             result.duplicates += max(len(ours), len(posts)) - 1
             result.problems.append(f"{repo}#{n}: {len(ours)} comments, {len(posts)} created")
-    commented = {o.get("comment_id") for o in outcomes.values()
-                 if o.get("status") in ("created", "updated", "unchanged")}
+    commented = {o.get("comment_id") for t, o in outcomes.items()
+                 if not queued[t].index and o.get("status") in ("created", "updated", "unchanged")}
     if None in commented:
         result.problems.append("a job that commented has no comment id")
 

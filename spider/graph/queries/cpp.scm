@@ -1,30 +1,29 @@
 ; C++ definitions and references for the spider code graph.
 ; Capture names are documented in spider/graph/extract.py.
-; Namespaces do not qualify names; an out-of-line definition `void A::f()` is qualified
-; A.f and attached to class A when A is defined in the same file.
+; Everything C has comes from c.scm (structs, unions, enums, typedef'd structs, functions
+; and calls named by a plain identifier, field calls, includes); this file holds what C++
+; adds. Namespaces do not qualify names; an out-of-line definition `void A::f()` is
+; qualified A.f and attached to class A when A is defined in the same file.
+;; inherits: c
 
-; --- types with a body
+; --- classes with a body
 (class_specifier name: (type_identifier) @name.definition.class body: (_)) @definition.class
-(struct_specifier name: (type_identifier) @name.definition.struct body: (_)) @definition.struct
-(union_specifier name: (type_identifier) @name.definition.union body: (_)) @definition.union
-(enum_specifier name: (type_identifier) @name.definition.enum body: (_)) @definition.enum
-(type_definition type: (struct_specifier !name body: (_))
-                 declarator: (type_identifier) @name.definition.struct) @definition.struct
 (type_definition type: (class_specifier !name body: (_))
                  declarator: (type_identifier) @name.definition.class) @definition.class
 
-; --- functions and methods; the declarator may be wrapped (pointers, references)
+; --- functions and methods named otherwise than by a plain identifier; the declarator may
+; be wrapped (pointers, references)
 (function_definition
   declarator: (function_declarator
-    declarator: [(identifier) (field_identifier) (destructor_name) (operator_name)
+    declarator: [(field_identifier) (destructor_name) (operator_name)
                  (qualified_identifier)] @name.definition.function)) @definition.function
 (function_definition
   declarator: (_ (function_declarator
-    declarator: [(identifier) (field_identifier) (destructor_name) (operator_name)
+    declarator: [(field_identifier) (destructor_name) (operator_name)
                  (qualified_identifier)] @name.definition.function))) @definition.function
 (function_definition
   declarator: (_ (_ (function_declarator
-    declarator: [(identifier) (field_identifier) (destructor_name) (operator_name)
+    declarator: [(field_identifier) (destructor_name) (operator_name)
                  (qualified_identifier)] @name.definition.function)))) @definition.function
 ; conversion operators: `operator bool() {}`, `A::B::operator T&() {}` (named by the text
 ; before their parameter list: `operator bool`, see extract.definition_name_text)
@@ -66,14 +65,7 @@
 (base_class_clause [(type_identifier) (qualified_identifier)] @name.reference.inherits) @reference.inherits
 (base_class_clause (template_type name: (type_identifier) @name.reference.inherits)) @reference.inherits
 
-; --- calls (A::f is split into receiver A and name f)
-(call_expression function: [(identifier) (qualified_identifier)] @name.reference.call) @reference.call
+; --- calls (A::f is split into receiver A and name f) and instantiations
+(call_expression function: (qualified_identifier) @name.reference.call) @reference.call
 (call_expression function: (template_function name: (identifier) @name.reference.call)) @reference.call
-(call_expression
-  function: (field_expression argument: (_) @receiver.reference.call
-                              field: (field_identifier) @name.reference.call)) @reference.call
 (new_expression type: [(type_identifier) (qualified_identifier)] @name.reference.call) @reference.call
-
-; --- includes
-(preproc_include path: (string_literal (string_content) @path.reference.import)) @reference.import
-(preproc_include path: (system_lib_string) @module.reference.import) @reference.import

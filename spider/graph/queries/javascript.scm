@@ -1,9 +1,10 @@
 ; JavaScript (and JSX) definitions and references for the spider code graph.
 ; Capture names are documented in spider/graph/extract.py.
+; typescript.scm inherits this file: the sections after ";; only-grammar:" at the end hold
+; what the TypeScript grammar names differently or what its query does not capture.
 ; Note: py-tree-sitter 0.26 ignores #not-any-of?; use #not-match? instead.
 
-; --- classes
-(class_declaration name: (identifier) @name.definition.class) @definition.class
+; --- classes (declarations: see the JavaScript-only section)
 (variable_declarator name: (identifier) @name.definition.class value: (class)) @definition.class
 (export_statement "default" @name.definition.class value: (class)) @definition.class
 
@@ -14,9 +15,6 @@
   value: [(function_expression) (arrow_function) (generator_function)]) @definition.function
 (method_definition
   name: [(property_identifier) (private_property_identifier)] @name.definition.method) @definition.method
-(field_definition
-  property: [(property_identifier) (private_property_identifier)] @name.definition.method
-  value: [(function_expression) (arrow_function)]) @definition.method
 ; const f = () => {} / const f = function () {}
 (variable_declarator name: (identifier) @name.definition.function
   value: [(function_expression) (arrow_function) (generator_function)]) @definition.function
@@ -75,12 +73,6 @@
                            property: (property_identifier) @_proto (#eq? @_proto "prototype"))
   right: (object) @scope)
 
-; --- base classes
-(class_heritage (identifier) @name.reference.inherits) @reference.inherits
-(class_heritage
-  (member_expression object: (_) @receiver.reference.inherits
-                     property: (property_identifier) @name.reference.inherits)) @reference.inherits
-
 ; --- calls
 (call_expression function: (identifier) @name.reference.call) @reference.call
 (call_expression
@@ -90,8 +82,6 @@
 (new_expression
   constructor: (member_expression object: _ @receiver.reference.call
                                   property: (property_identifier) @name.reference.call)) @reference.call
-(jsx_opening_element name: (identifier) @name.reference.call) @reference.call
-(jsx_self_closing_element name: (identifier) @name.reference.call) @reference.call
 
 ; --- imports
 (import_statement source: (string (string_fragment) @module.reference.import)) @reference.import
@@ -131,9 +121,27 @@
   value: (call_expression
     function: (identifier) @_require (#eq? @_require "require")
     arguments: (arguments . (string (string_fragment) @module.reference.import)))) @reference.import
+
+;; only-grammar: javascript
+; --- JavaScript only: TypeScript names these nodes otherwise (type_identifier names,
+; public_field_definition, extends_clause), see typescript.scm
+(class_declaration name: (identifier) @name.definition.class) @definition.class
+(field_definition
+  property: [(property_identifier) (private_property_identifier)] @name.definition.method
+  value: [(function_expression) (arrow_function)]) @definition.method
+(class_heritage (identifier) @name.reference.inherits) @reference.inherits
+(class_heritage
+  (member_expression object: (_) @receiver.reference.inherits
+                     property: (property_identifier) @name.reference.inherits)) @reference.inherits
+; const {a: b} = require('m') (TypeScript's query has never captured this one)
 (variable_declarator
   name: (object_pattern (pair_pattern key: (property_identifier) @name.reference.import
                                       value: (identifier) @alias.reference.import))
   value: (call_expression
     function: (identifier) @_require (#eq? @_require "require")
     arguments: (arguments . (string (string_fragment) @module.reference.import)))) @reference.import
+
+;; only-grammar: javascript tsx
+; --- JSX elements call their component (the typescript grammar has no JSX; tsx has)
+(jsx_opening_element name: (identifier) @name.reference.call) @reference.call
+(jsx_self_closing_element name: (identifier) @name.reference.call) @reference.call

@@ -1,0 +1,46 @@
+"""The fake GitHub package: its public names, and every concern's routes wired in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+import spider_devkit.fake_github as fake_github
+from spider_devkit.fake_github import FakeGitHub, files_from_diff
+from tests.worker.helpers import make_repo
+
+APP_ID = 4242
+# the public names of spider_devkit.fake_github when it was one module, plus the state class
+PUBLIC = {
+    "HTML_ROOT", "TOKEN_TTL", "Call", "FakeComment", "FakeDelivery", "FakeGitHub", "FakeIssue",
+    "FakePull", "FakeRepo", "GitHubState", "Injection", "files_from_diff",
+}
+
+
+def test_the_package_exports_what_it_lists() -> None:
+    assert set(fake_github.__all__) == PUBLIC
+    assert all(hasattr(fake_github, name) for name in fake_github.__all__)
+    assert files_from_diff("") == []
+
+
+def test_every_route_answers_behind_the_token_check(tmp_path: Path) -> None:
+    fake = FakeGitHub(app_id=APP_ID, public_key_pem="unused: no JWT is checked here")
+    make_repo(tmp_path / "repo")
+    fake.add_repo("acme/httpkit", tmp_path / "repo")
+    fake.add_issue("acme/httpkit", 1, "A title", "A body")
+    client = TestClient(fake.app)
+    assert client.get("/repos/acme/httpkit").status_code == 401  # no installation token
+    token, _ = fake.mint_token()
+    auth = {"authorization": f"token {token}"}
+    assert client.get("/repos/acme/httpkit", headers=auth).json()["full_name"] == "acme/httpkit"
+    assert client.get("/repos/acme/httpkit/issues/1", headers=auth).json()["number"] == 1
+    created = client.post("/repos/acme/httpkit/issues/1/comments", json={"body": "hi"},
+                          headers=auth)
+    assert created.status_code == 201 and fake.bot_comments("acme/httpkit", 1)[0].body == "hi"
+    assert client.get("/repos/acme/httpkit/pulls/9", headers=auth).status_code == 404
+    assert client.post("/graphql", json={"query": "{ viewer }"},
+                       headers=auth).json()["errors"][0]["type"] == "FORBIDDEN"
+    assert client.get("/app/hook/deliveries").status_code == 401  # the app's JWT routes
+    assert [c.status for c in fake.requests()] == [401, 200, 200, 201, 404, 200, 401]
+    assert f"token {token}" in fake.credentials

@@ -1,0 +1,42 @@
+"""Which jobs a bot's answer to a delivery queued, keyed by the Celery task id it used.
+
+The bot answers ``{"status": "queued", "task_id": ...}`` for an issue job, whose task id is
+its delivery id, and ``{"status": "queued", "task_id": ..., "task_ids": [...]}`` for index
+jobs (a push, an installation), one a repository, each named ``index:<repo>:<delivery>``
+(``contract.jobs.task_id_of``, ``bot/app.py``). A harness that waited for
+``celery-task-meta-<delivery>`` would wait for an index job that never has that id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DONE = ("created", "updated", "unchanged", "skipped")  # an issue job that ended as it should
+INDEX_DONE = ("indexed", "skipped")  # an index job that ended as it should (worker.indexing)
+QUEUED = "queued"  # the bot's answer when it published at least one job
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    """One job a delivery queued."""
+
+    task_id: str  # the Celery task id the bot published it under
+    delivery_id: str
+    index: bool  # an index job (push, installation), else an issue job
+
+    @property
+    def done(self) -> tuple[str, ...]:
+        """The outcomes that mean this job ended as it should."""
+        return INDEX_DONE if self.index else DONE
+
+
+def queued_jobs(delivery_id: str, answer: Mapping[str, Any]) -> list[QueuedJob]:
+    """The jobs the bot's answer to one delivery says it queued (none unless ``queued``)."""
+    if answer.get("status") != QUEUED:
+        return []
+    index_ids = answer.get("task_ids")
+    if index_ids is not None:
+        return [QueuedJob(str(t), delivery_id, index=True) for t in index_ids]
+    return [QueuedJob(str(answer["task_id"]), delivery_id, index=False)]
