@@ -26,7 +26,8 @@ def ranked_first_stage(
 ) -> FirstStage:
     """The first stage, re-ordered by the learned model the settings ask for: the pool
     ranker over the top ``ranker_depth`` (``ranker`` or the shipped one), or the head
-    model over the top K (also when no pool model ships)."""
+    model over the top K (also when no pool model ships). The first stage computes the
+    models' feature inputs only when one of them runs; re-ordering makes a new record."""
     fs = first_stage(index, issue, settings, learned=settings.reranks)
     if not settings.reranks:
         return fs

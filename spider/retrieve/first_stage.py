@@ -3,7 +3,12 @@
 Dense retrieval, BM25 and file-level BM25 fused by weighted reciprocal rank, plus the
 issue's own evidence (stack frames, paths, identifiers). The result keeps each ranker's
 ranks and raw scores so later stages (head re-ranking, the selector's features, the hit
-reasons) read them from one place instead of recomputing them.
+reasons) read them from one place instead of recomputing them; when a learned model will
+re-rank, it also holds what that model's features read (:class:`FeatureInputs`: the
+title's own ranks among them), so one query walks the retrievers once.
+
+The record is frozen: a re-ranking is a :class:`Reordering` attached by
+:meth:`FirstStage.reordered`, which returns a new record.
 """
 
 from __future__ import annotations
