@@ -14,6 +14,7 @@ The tree::
         ├── IndexFormatError         a saved graph or cache file is unreadable
         ├── WeightsFormatError       a coefficients file is missing, malformed or stale
         ├── RenderError              the comment could not be rendered in full
+        ├── FeatureInputsMissing     features asked of a first stage ranked without them
         └── ModelLoadError           the embedding model could not be loaded offline
 
 Callers (the CLI, the worker, the benchmark) catch ``SpiderError``: they turn
@@ -66,6 +67,11 @@ class IndexFormatError(EnginePermanentError):
 
 class WeightsFormatError(EnginePermanentError):
     """A shipped or given coefficients file is missing, malformed or names unknown features."""
+
+
+class FeatureInputsMissing(EnginePermanentError):
+    """Learned-stage features were asked of a first stage ranked without their inputs
+    (``first_stage(..., learned=False)``): a caller's mistake, not a data problem."""
 
 
 class ModelLoadError(EnginePermanentError):

@@ -12,6 +12,11 @@ Four consumers, one convention:
   centre, name overlap with the issue);
 - ``spider bench fit`` / ``fit-rerank`` fit on exactly these functions.
 
+Features only read: the first stage's record (its ranks, raw scores, signals and the
+:class:`~spider.retrieve.first_stage.FeatureInputs` it computed for the learned stages:
+the title's own ranks, file BM25, stack frames), the index's graph and documents. No
+function here embeds, scores or fuses: one query walks the retrievers once.
+
 Every rank enters as :func:`log_rank`: the natural log of a 1-based rank, capped at
 :data:`RANK_CAP` so that a feature does not grow with the size of the repository.
 """
@@ -25,17 +30,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spider.retrieve.cold import pooled_dense_scores
-from spider.retrieve.fusion import ranks_from_scores
-from spider.retrieve.query import best_cosine, query_vectors
-from spider.retrieve.signals import STRENGTH, extract_signals, looks_like_code
+from spider.errors import FeatureInputsMissing
+from spider.retrieve.signals import STRENGTH, looks_like_code
 from spider.retrieve.tokenize import split_identifier
 
 if TYPE_CHECKING:
     from spider.graph.model import CodeGraph
     from spider.index import Index
     from spider.models import Issue
-    from spider.retrieve.first_stage import FirstStage
+    from spider.retrieve.first_stage import FeatureInputs, FirstStage
 
 RANK_CAP = 1000  # ranks beyond this carry no more information; keeps features repo-size free
 
@@ -126,30 +129,24 @@ def short_name(qualified: str) -> str:
 # -- head re-ranker ---------------------------------------------------------------------
 
 
-def _title_ranks(index: Index, fs: FirstStage, title: str) -> dict[str, np.ndarray]:
-    """Dense and BM25 ranks of every function for the title alone (the issue's summary)."""
-    out: dict[str, np.ndarray] = {}
-    title = title.strip()
-    if not title or not index.function_ids:
-        return out
-    if "dense" in fs.ranks:
-        q = query_vectors(index.encoder(), [title], fs.query_adapter)
-        if fs.pool is not None:  # cold path: the pool's vectors only
-            out["dense"] = ranks_from_scores(pooled_dense_scores(index, q, fs.pool))
-        else:
-            out["dense"] = ranks_from_scores(best_cosine(index.vectors(), q))
-    if "bm25" in fs.ranks:
-        out["bm25"] = ranks_from_scores(index.lexical().scores(title))
-    return out
+def _inputs(fs: FirstStage) -> FeatureInputs:
+    """What the first stage computed for the learned stages (raises when it did not)."""
+    if fs.inputs is None:
+        raise FeatureInputsMissing(
+            "this first stage was ranked without its feature inputs: call "
+            "first_stage(..., learned=True) before computing features"
+        )
+    return fs.inputs
 
 
 def head_features(
     index: Index, fs: FirstStage, items: Sequence[int], issue: Issue | None = None
 ) -> np.ndarray:
-    """Feature rows (``HEAD_FEATURES`` order) for the function indices ``items`` of ``fs``."""
+    """Feature rows (``HEAD_FEATURES`` order) for the function indices ``items`` of ``fs``.
+
+    ``issue`` is not read: ``fs`` carries the issue as ranked and the title's ranks."""
     ids = index.function_ids
-    issue = fs.issue or issue
-    title = _title_ranks(index, fs, issue.title) if issue is not None else {}
+    title = _inputs(fs).title_ranks
     n = len(ids)
     rank = fs.rank
     file_of = index.file_of()
@@ -221,7 +218,7 @@ def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: I
     col = {name: j for j, name in enumerate(RANKER_FEATURES)}
     ids = index.function_ids
     g = index.graph
-    issue = fs.issue or issue  # the text the first stage ranked (cut at max_issue_chars)
+    issue = fs.issue  # the text the first stage ranked (cut at max_issue_chars)
     text = issue.text
     words = set(_WORD_RE.findall(text))
     lower_words = {w.lower() for w in words}
@@ -230,15 +227,14 @@ def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: I
     signal = fs.signal if fs.signal is not None else np.zeros(len(ids))
     raw_d = fs.raw.get("dense")
     file_of = index.file_of()
-    file_scores = fs.file_scores
-    if file_scores is None and fs.kind == "hybrid":  # file BM25 was not fused: score it here
-        file_scores = index.file_lexical().scores(text)
+    inputs = _inputs(fs)
+    file_scores = inputs.file_scores
     top_file = float(file_scores.max()) if file_scores is not None and len(file_scores) else 0.0
     file_sizes = np.bincount(file_of) if len(file_of) else np.zeros(0, dtype=np.int64)
     top20 = np.bincount(file_of[fs.order[:20]], minlength=len(file_sizes)) if len(ids) else None
     pos = index.name_table().index_of
     documents = index.documents()
-    frames = len(extract_signals(text).frames)
+    frames = inputs.frames
     for r, i in enumerate(items):
         node = ids[i]
         attrs = g.g.nodes[node]

@@ -9,10 +9,10 @@ from spider.expand import run_expansion
 from spider.features import pool_features
 from spider.graph.model import CodeGraph
 from spider.index import Index
-from spider.models import Hit, Issue, Localization, Reason
+from spider.models import Hit, Issue, Localization, Reason, RunSettings
 from spider.pool_rank import Calibration, PoolRanker, default_ranker, rank_pool
 from spider.rerank import HeadCalibration, default_calibration, rerank_with_logits
-from spider.retrieve.first_stage import FirstStage, first_stage
+from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.select.exchange import Admission
 from spider.settings import EngineSettings
@@ -26,21 +26,19 @@ def ranked_first_stage(
 ) -> FirstStage:
     """The first stage, re-ordered by the learned model the settings ask for: the pool
     ranker over the top ``ranker_depth`` (``ranker`` or the shipped one), or the head
-    model over the top K (also when no pool model ships)."""
-    fs = first_stage(index, issue, settings)
+    model over the top K (also when no pool model ships). The first stage computes the
+    models' feature inputs only when one of them runs; re-ordering makes a new record."""
+    fs = first_stage(index, issue, settings, learned=settings.reranks)
     if not settings.reranks:
         return fs
     if settings.ranker == "pool":
         ranker = ranker or default_ranker()
     if settings.ranker == "pool" and ranker is not None:
         depth = settings.ranker_depth or ranker.depth
-        fs.order, fs.head_logits = rank_pool(index, fs, issue, ranker, depth)
-        fs.ranked_by, fs.ranked_depth = "pool", min(depth, len(fs.order))
-    else:
-        fs.order, fs.head_logits = rerank_with_logits(index, fs, settings.k, issue=issue)
-        fs.ranked_by, fs.ranked_depth = "head", min(settings.k, len(fs.order))
-    fs.reranked = True
-    return fs
+        order, logits = rank_pool(index, fs, issue, ranker, depth)
+        return fs.reordered(Reordering(order, logits, "pool", min(depth, len(fs.order))))
+    order, logits = rerank_with_logits(index, fs, settings.k, issue=issue)
+    return fs.reordered(Reordering(order, logits, "head", min(settings.k, len(fs.order))))
 
 
 def confidence(fs: FirstStage, ranker: PoolRanker | None = None) -> float | None:
@@ -178,23 +176,15 @@ def locate(
     return Localization(
         commit=index.commit,
         hits=hits,
-        settings={
-            "k": settings.k,
-            "first_stage": settings.first_stage,
-            "signals": settings.signals and settings.first_stage == "hybrid",
-            "query_texts": fs.query_texts,
-            "query_adapter": fs.query_adapter,
-            "rerank": fs.ranked_by or False,
-            "ranked_depth": fs.ranked_depth,
-            "selector": selector.name,
-            "edges": list(settings.edges),
-            "centres": settings.centres,
-            "depth": settings.depth,
-            "pool": settings.pool,
-            "model": settings.model or "all-MiniLM-L6-v2 (bundled)",
-            "encoder": settings.encoder,
-            **(fs.partial or {}),  # partial_index, embedded_functions, functions (cold path)
-        },
+        settings=RunSettings.of(
+            settings,
+            selector=selector.name,
+            query_texts=fs.query_texts,
+            query_adapter=fs.query_adapter,
+            rerank=fs.ranked_by,
+            ranked_depth=fs.ranked_depth,
+            partial=fs.partial,
+        ),
         timings=timings,
         expansion=exp.centres,
         selector_calls=len(exp.requests),

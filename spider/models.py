@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from spider.settings import EngineSettings
 
 ReasonKind = Literal["dense", "bm25", "hybrid", "mention", "traceback", "terms", "wording", "expand"]
 _RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
@@ -192,13 +195,108 @@ class CentreExpansion:
     admitted: int
 
 
+BUNDLED_MODEL = "all-MiniLM-L6-v2 (bundled)"  # what the settings say when model is empty
+
+
+@dataclass(frozen=True)
+class PartialIndex:
+    """A ranking made from a partial index (the cold path): dense scored only
+    ``embedded_functions`` of the index's ``functions``."""
+
+    embedded_functions: int
+    functions: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The keys a Localization's settings have always carried for it."""
+        return {
+            "partial_index": True,
+            "embedded_functions": int(self.embedded_functions),
+            "functions": int(self.functions),
+        }
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What produced a Localization: the settings that ran and what the first stage did.
+
+    :meth:`to_dict` is its JSON form (``spider locate --format json``, the benchmark's
+    predictions, the comment's settings line)."""
+
+    k: int
+    first_stage: str  # dense / bm25 / hybrid
+    signals: bool  # the issue's own evidence was fused (hybrid only)
+    query_texts: int  # texts the issue was embedded as (windows); 0 = no dense retrieval
+    query_adapter: str  # the query adapter those texts went through; "" = none
+    rerank: Literal["pool", "head"] | None  # the learned model that re-sorted the head
+    ranked_depth: int  # how many items that model re-scored (0 = none)
+    selector: str
+    edges: tuple[str, ...]
+    centres: int
+    depth: int
+    pool: int
+    model: str
+    encoder: str
+    partial: PartialIndex | None = None  # set when made from a partial index (cold path)
+
+    @classmethod
+    def of(
+        cls,
+        settings: EngineSettings,
+        *,
+        selector: str,
+        query_texts: int = 0,
+        query_adapter: str = "",
+        rerank: Literal["pool", "head"] | None = None,
+        ranked_depth: int = 0,
+        partial: PartialIndex | None = None,
+    ) -> RunSettings:
+        """The record of a run with these engine settings and what the first stage did."""
+        return cls(
+            k=settings.k,
+            first_stage=settings.first_stage,
+            signals=settings.signals and settings.first_stage == "hybrid",
+            query_texts=query_texts,
+            query_adapter=query_adapter,
+            rerank=rerank,
+            ranked_depth=ranked_depth,
+            selector=selector,
+            edges=tuple(settings.edges),
+            centres=settings.centres,
+            depth=settings.depth,
+            pool=settings.pool,
+            model=settings.model or BUNDLED_MODEL,
+            encoder=settings.encoder,
+            partial=partial,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: the keys and values Localization.settings has always held."""
+        return {
+            "k": self.k,
+            "first_stage": self.first_stage,
+            "signals": self.signals,
+            "query_texts": self.query_texts,
+            "query_adapter": self.query_adapter,
+            "rerank": self.rerank or False,
+            "ranked_depth": self.ranked_depth,
+            "selector": self.selector,
+            "edges": list(self.edges),
+            "centres": self.centres,
+            "depth": self.depth,
+            "pool": self.pool,
+            "model": self.model,
+            "encoder": self.encoder,
+            **(self.partial.to_dict() if self.partial is not None else {}),
+        }
+
+
 @dataclass
 class Localization:
     """The result of one query: ranked hits plus what produced them."""
 
     commit: str | None
     hits: list[Hit]
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: RunSettings
     timings: dict[str, float] = field(default_factory=dict)
     expansion: list[CentreExpansion] = field(default_factory=list)
     selector_calls: int = 0  # requests the selector judged (0: expansion did not run)
@@ -207,40 +305,40 @@ class Localization:
     def method(self) -> str:
         """What ran for this list, in words, from the settings and counts the engine recorded."""
         s = self.settings
-        windows = int(s.get("query_texts") or 0)
+        windows = s.query_texts
         dense = "dense retrieval" + (f" over {windows} windows of the issue" if windows > 1 else "")
-        if s.get("query_adapter"):
+        if s.query_adapter:
             dense += " (its query side tuned on other projects' fixed issues)"
         first = {
             "dense": dense,
             "bm25": "BM25",
             "hybrid": f"{dense} and BM25, fused",
-        }.get(str(s.get("first_stage")), str(s.get("first_stage", "first stage")))
-        if s.get("signals"):
+        }.get(s.first_stage, s.first_stage)
+        if s.signals:
             first += ", plus the issue's own evidence such as tracebacks and names"
         steps = [first]
-        if s.get("rerank") == "pool":
+        if s.rerank == "pool":
             steps.append(
-                f"the top {s.get('ranked_depth', 'N')} re-scored by the learned ranker "
+                f"the top {s.ranked_depth} re-scored by the learned ranker "
                 "(trained on other projects' fixed issues)"
             )
-        elif s.get("rerank"):
-            steps.append("the top {} re-ranked by the head model".format(s.get("k", "K")))
+        elif s.rerank:
+            steps.append(f"the top {s.k} re-ranked by the head model")
         if self.selector_calls:
             summary = self.expansion_summary()
-            edges = ", ".join(s.get("edges", [])) or "no"
+            edges = ", ".join(s.edges) or "no"
             admitted = summary["admitted"] or "none"
             steps.append(
-                f"graph expansion over {edges} edges: the {s.get('selector')} selector was "
+                f"graph expansion over {edges} edges: the {s.selector} selector was "
                 f"offered {summary['offered']} neighbours, {summary['outside']} of them outside "
                 f"the list, and admitted {admitted}"
             )
         else:
             why = (
                 "selector none"
-                if s.get("selector") == "none"
+                if s.selector == "none"
                 else "no edge types enabled"
-                if not s.get("edges")
+                if not s.edges
                 else "no centres"
             )
             steps.append(f"no graph expansion: {why}")
@@ -261,7 +359,7 @@ class Localization:
         return {
             "commit": self.commit,
             "hits": [h.to_dict() for h in self.hits],
-            "settings": self.settings,
+            "settings": self.settings.to_dict(),
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "expansion": self.expansion_summary(),
             "selector_calls": self.selector_calls,

@@ -189,8 +189,8 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
         loc = deps.engine.locate(index, Issue(issue.title[:MAX_TITLE_CHARS], body_text), settings)
         t3 = time.perf_counter()
         updates = False
-        RECORDER.count("spider_answers", "partial" if loc.settings.get("partial_index") else "full")
-        if loc.settings.get("partial_index"):
+        RECORDER.count("spider_answers", "partial" if loc.settings.partial else "full")
+        if loc.settings.partial:
             updates = _ask_for_the_full_index(deps, job, after_index)
         if (cfg.min_confidence is not None and loc.confidence is not None
                 and loc.confidence < cfg.min_confidence):

@@ -199,7 +199,7 @@ def run_instance(
                 **expansion_fields(loc),
                 "timings": {k: round_seconds(v) for k, v in loc.timings.items()},
                 "index": index_info,
-                "settings": loc.settings,
+                "settings": loc.settings.to_dict(),
             }
         )
     return rows

@@ -182,7 +182,7 @@ def measure_speed(
     loc, secs = _timed(first_ranking)
     graph_s = next(s.value for s in run.steps if s.name.startswith("graph")) or 0.0
     run.add("cold path: first ranking (graph cached)", secs, "s", pool=pool,
-            partial=loc.settings.get("partial_index", False))  # fmt: skip
+            partial=loc.settings.partial is not None)  # fmt: skip
     run.add("cold path: first ranking incl. graph", secs + graph_s, "s")
     log(f"cold first ranking {secs:.1f} s")
 

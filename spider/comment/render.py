@@ -20,7 +20,7 @@ import jinja2
 
 from spider.comment.markdown import Markdown, code, inline, plain
 from spider.errors import RenderError
-from spider.models import Hit, Localization, Reason
+from spider.models import Hit, Localization, PartialIndex, Reason
 
 TEMPLATE = "comment.md.j2"
 TOO_LARGE_TEMPLATE = "too_large.md.j2"
@@ -123,15 +123,12 @@ def confidence_note(confidence: float | None, bar: float = LOW_CONFIDENCE) -> Ma
     )
 
 
-def partial_note(settings: Mapping[str, Any], *, updates: bool) -> Markdown | None:
-    """One line when the ranking was made from a partial index (the engine's cold path:
-    ``partial_index``, ``embedded_functions``, ``functions`` in the settings), else None.
-    ``updates``: a run after the full index is due, so the comment may promise it."""
-    if not settings.get("partial_index"):
+def partial_note(partial: PartialIndex | None, *, updates: bool) -> Markdown | None:
+    """One line when the ranking was made from a partial index (the engine's cold path),
+    else None. ``updates``: a run after the full index is due, so the comment may promise it."""
+    if partial is None:
         return None
-    embedded, functions = settings.get("embedded_functions"), settings.get("functions")
-    counts = (f": {int(embedded):,} of {int(functions):,} functions embedded"
-              if isinstance(embedded, int) and isinstance(functions, int) else "")
+    counts = f": {partial.embedded_functions:,} of {partial.functions:,} functions embedded"
     then = ("; this comment is updated once indexing completes" if updates
             else "; a later run (`/spider`) ranks from the full index")
     return Markdown(f"Made from a partial index (the repository is being indexed{counts}){then}.")
@@ -192,7 +189,7 @@ def build_view(
         if k > 1
         else "This is the function most likely to need a change for this issue."
     )
-    settings = dict(loc.settings)
+    settings = loc.settings.to_dict()
     settings.update(extra_settings or {})
     worker_timings = dict(timings or {})
     total = worker_timings.pop("total", None)
@@ -219,7 +216,7 @@ def build_view(
         ),
         method=plain(loc.method()),
         skip_label=code(skip_label),
-        partial_note=partial_note(loc.settings, updates=partial_updates),
+        partial_note=partial_note(loc.settings.partial, updates=partial_updates),
     )
 
 

@@ -3,8 +3,9 @@
 On a first visit to a big repository, embedding every function takes minutes; BM25,
 file-level BM25 and the issue's signals cost seconds. ``pooled_dense_scores`` embeds only
 the best few hundred functions of that cheap ranking and scores the rest below them, so a
-first ranking is ready at once and says it came from a partial index. The training-corpus
-builder uses the same function: embed only pooled candidates.
+first ranking is ready at once and says it came from a partial index
+(``spider.models.PartialIndex``). The training-corpus builder uses the same function:
+embed only pooled candidates.
 """
 
 from __future__ import annotations
@@ -43,7 +44,3 @@ def pooled_dense_scores(index: PoolIndex, queries: np.ndarray, pool: np.ndarray)
     scores[pool] = pooled
     return scores
 
-
-def partial_note(pool: int, functions: int) -> dict[str, object]:
-    """What a Localization's settings say about a ranking made from a partial index."""
-    return {"partial_index": True, "embedded_functions": int(pool), "functions": int(functions)}

@@ -3,26 +3,37 @@
 Dense retrieval, BM25 and file-level BM25 fused by weighted reciprocal rank, plus the
 issue's own evidence (stack frames, paths, identifiers). The result keeps each ranker's
 ranks and raw scores so later stages (head re-ranking, the selector's features, the hit
-reasons) read them from one place instead of recomputing them.
+reasons) read them from one place instead of recomputing them; when a learned model will
+re-rank, it also holds what that model's features read (:class:`FeatureInputs`: the
+title's own ranks among them), so one query walks the retrievers once.
+
+The record is frozen: a re-ranking is a :class:`Reordering` attached by
+:meth:`FirstStage.reordered`, which returns a new record.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
+from spider.models import PartialIndex
 from spider.retrieve.bm25 import LexicalIndex
-from spider.retrieve.cold import partial_note, pooled_dense_scores
+from spider.retrieve.cold import pooled_dense_scores
 from spider.retrieve.dense import Encoder
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
-from spider.retrieve.query import best_cosine, issue_queries
+from spider.retrieve.query import best_cosine, issue_queries, query_vectors
 from spider.retrieve.signals import NameTable, extract_signals, signal_bonus, signal_scores
 
 if TYPE_CHECKING:
     from spider.models import Issue
     from spider.settings import EngineSettings
+
+
+RankedBy = Literal["pool", "head"]
 
 
 class Rankable(Protocol):
@@ -48,35 +59,121 @@ class Rankable(Protocol):
     def name_table(self) -> NameTable: ...
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
+class ColdPath:
+    """The cold path's record: dense scored only ``pool`` of ``functions`` functions."""
+
+    pool: np.ndarray  # the function indices dense scored, best cheap rank first
+    functions: int  # functions in the index
+
+    @property
+    def partial(self) -> PartialIndex:
+        """What a Localization reports about a ranking made from this partial index."""
+        return PartialIndex(embedded_functions=len(self.pool), functions=self.functions)
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureInputs:
+    """What the learned stages' features read beyond the fused ranking, computed once by
+    the first stage so that ``spider.features`` never embeds or scores the issue again."""
+
+    title_ranks: Mapping[str, np.ndarray]  # dense / bm25: 1-based rank for the title alone
+    file_scores: np.ndarray | None  # file-level BM25 score per file (hybrid), fused or not
+    frames: int  # stack frames in the issue
+
+
+@dataclass(frozen=True, eq=False)
+class Reordering:
+    """A learned model's new order of the first stage's head."""
+
+    order: np.ndarray  # function indices, best first: the head re-sorted, the rest as ranked
+    logits: np.ndarray  # that model's scores of the head, in ``order``'s order
+    by: RankedBy  # which model: "pool" (spider.pool_rank) or "head" (spider.rerank)
+    depth: int  # how many of the first stage's items it re-scored
+
+
+@dataclass(frozen=True, eq=False)
 class FirstStage:
-    """The first-stage ranking of every function."""
+    """The first-stage ranking of every function (immutable: re-ranking makes a new one,
+    :meth:`reordered`)."""
 
     kind: str  # dense / bm25 / hybrid
-    order: np.ndarray  # function indices, best first (the head re-sorted when re-ranking)
+    fused_order: np.ndarray  # function indices, best first, as the first stage ranked them
     rank: np.ndarray  # 1-based fused rank of every function, before any re-ranking
     scores: np.ndarray  # score per function (higher is better)
-    ranks: dict[str, np.ndarray]  # per ranker: 1-based rank of every function
-    evidence: dict[int, str]  # function index -> strongest issue signal, in words
+    ranks: Mapping[str, np.ndarray]  # per ranker: 1-based rank of every function
+    evidence: Mapping[int, str]  # function index -> strongest issue signal, in words
+    issue: Issue  # the issue as ranked (cut at max_issue_chars): later stages read this
+    # one, so every feature sees the text the rankers saw
     signal: np.ndarray | None = None  # issue-signal strength per function (0 = none)
-    raw: dict[str, np.ndarray] = field(default_factory=dict)  # per ranker: raw score
-    reranked: bool = False  # whether ``order``'s head was re-sorted by a learned model
-    ranked_by: str | None = None  # which: "pool" (spider.pool_rank) or "head" (spider.rerank)
-    ranked_depth: int = 0  # how many of the first stage's items that model re-scored
-    head_logits: np.ndarray | None = None  # that model's scores, in ``order``'s order
-    partial: dict[str, Any] | None = None  # set when dense scored only a pool (cold path)
-    pool: np.ndarray | None = None  # the function indices dense scored (cold path)
-    issue: Issue | None = None  # the issue as ranked (cut at max_issue_chars): later stages
-    # read this one, so every feature sees the text the rankers saw
-    file_scores: np.ndarray | None = None  # file-level BM25 score per file (hybrid)
+    raw: Mapping[str, np.ndarray] = field(default_factory=dict)  # per ranker: raw score
+    cold: ColdPath | None = None  # set when dense scored only a pool (cold path)
     query_texts: int = 0  # texts the issue was embedded as for dense retrieval (windows)
     query_adapter: str = ""  # the query adapter those texts went through (setting), "" = none
+    inputs: FeatureInputs | None = None  # for the learned stages; None: not computed
+    reordering: Reordering | None = None  # a learned model's order of the head, if any
+
+    def __post_init__(self) -> None:
+        for arr in (self.fused_order, self.rank, self.scores, self.signal):
+            _read_only(arr)
+        for table in (self.ranks, self.raw):
+            for arr in table.values():
+                _read_only(arr)
+        object.__setattr__(self, "ranks", MappingProxyType(dict(self.ranks)))
+        object.__setattr__(self, "raw", MappingProxyType(dict(self.raw)))
+        object.__setattr__(self, "evidence", MappingProxyType(dict(self.evidence)))
+
+    def reordered(self, reordering: Reordering) -> FirstStage:
+        """This ranking with its head re-sorted by a learned model (a new record)."""
+        return replace(self, reordering=reordering)
+
+    @property
+    def order(self) -> np.ndarray:
+        """Function indices, best first: the learned model's order when one re-sorted the
+        head, else the fused order."""
+        return self.fused_order if self.reordering is None else self.reordering.order
+
+    @property
+    def head_logits(self) -> np.ndarray | None:
+        """The re-ranking model's scores, in :attr:`order`'s order (None: not re-ranked)."""
+        return None if self.reordering is None else self.reordering.logits
+
+    @property
+    def reranked(self) -> bool:
+        """Whether :attr:`order`'s head was re-sorted by a learned model."""
+        return self.reordering is not None
+
+    @property
+    def ranked_by(self) -> RankedBy | None:
+        """Which model re-sorted the head: "pool" or "head" (None: none did)."""
+        return None if self.reordering is None else self.reordering.by
+
+    @property
+    def ranked_depth(self) -> int:
+        """How many of the first stage's items the re-ranking model re-scored (0: none)."""
+        return 0 if self.reordering is None else self.reordering.depth
+
+    @property
+    def pool(self) -> np.ndarray | None:
+        """The function indices dense scored on the cold path (None: all of them)."""
+        return None if self.cold is None else self.cold.pool
+
+    @property
+    def partial(self) -> PartialIndex | None:
+        """The partial index this ranking was made from (cold path), else None."""
+        return None if self.cold is None else self.cold.partial
 
     def shown_rank(self) -> np.ndarray:
         """1-based position of every function in ``order``: the rank a reader sees."""
         shown = np.empty(len(self.order), dtype=np.int64)
         shown[self.order] = np.arange(1, len(self.order) + 1)
         return shown
+
+
+def _read_only(arr: np.ndarray | None) -> None:
+    """Mark an array of the record read-only (it was made for the record alone)."""
+    if arr is not None:
+        arr.flags.writeable = False
 
 
 def _cold(index: Rankable, settings: EngineSettings) -> bool:
@@ -88,32 +185,41 @@ def _cold(index: Rankable, settings: EngineSettings) -> bool:
 
 
 def first_stage(
-    index: Rankable, issue: Issue, settings: EngineSettings, *, dense: bool = True
+    index: Rankable,
+    issue: Issue,
+    settings: EngineSettings,
+    *,
+    dense: bool = True,
+    learned: bool = True,
 ) -> FirstStage:
     """Rank every function of the index for the issue with the configured first stage.
 
-    ``dense=False`` leaves the dense ranking out (what the cold path pools from)."""
+    ``dense=False`` leaves the dense ranking out (what the cold path pools from).
+    ``learned``: also compute what the learned stages' features read (:class:`FeatureInputs`:
+    the title's own ranks, file BM25 when it was not fused); ``spider.locate`` asks for
+    them only when a learned model re-ranks."""
     issue = issue.clipped(settings.max_issue_chars)
     text = issue.text
     ranks: dict[str, np.ndarray] = {}
     scores: dict[str, np.ndarray] = {}
-    partial: dict[str, Any] | None = None
-    pool: np.ndarray | None = None
+    cold: ColdPath | None = None
     queries = np.zeros((0, 0), dtype=np.float32)
     if not dense:
         settings = settings.model_copy(update={"first_stage": "hybrid"})
     elif settings.first_stage in ("dense", "hybrid") and _cold(index, settings):
-        cheap = first_stage(index, issue, settings, dense=False).order[: settings.cold_pool]
+        cheap = first_stage(index, issue, settings, dense=False, learned=False).order[
+            : settings.cold_pool
+        ]
         queries = issue_queries(index.encoder(), issue, settings)
         scores["dense"] = pooled_dense_scores(index, queries, cheap)
         ranks["dense"] = ranks_from_scores(scores["dense"])
-        partial = partial_note(len(cheap), len(index.function_ids))
-        pool = cheap
+        cold = ColdPath(pool=cheap, functions=len(index.function_ids))
     elif settings.first_stage in ("dense", "hybrid"):
         vecs = index.vectors()
         queries = issue_queries(index.encoder(), issue, settings)
         scores["dense"] = best_cosine(vecs, queries)
         ranks["dense"] = ranks_from_scores(scores["dense"])
+    query_adapter = settings.query_adapter if len(queries) else ""
     if settings.first_stage in ("bm25", "hybrid"):
         scores["bm25"] = index.lexical().scores(text)
         ranks["bm25"] = ranks_from_scores(scores["bm25"])
@@ -132,12 +238,18 @@ def first_stage(
         fused = reciprocal_rank_fusion(lists, weights, settings.fusion_k)
     else:
         fused = scores[settings.first_stage].astype(np.float64)
+    use_signals = settings.signals and settings.first_stage == "hybrid" and len(fused) > 0
+    found = extract_signals(text) if use_signals or learned else None
+    inputs: FeatureInputs | None = None
+    if learned and found is not None:
+        if file_scores is None and settings.first_stage == "hybrid":
+            file_scores = index.file_lexical().scores(text)  # not fused, but a feature
+        title = _title_ranks(index, issue.title, ranks, query_adapter, cold)
+        inputs = FeatureInputs(title_ranks=title, file_scores=file_scores, frames=len(found.frames))
     evidence: dict[int, str] = {}
     sig_arr: np.ndarray | None = None
-    if settings.signals and settings.first_stage == "hybrid" and len(fused):
-        sig, evidence = signal_scores(
-            index.name_table(), extract_signals(text), len(index.function_ids)
-        )
+    if use_signals and found is not None:
+        sig, evidence = signal_scores(index.name_table(), found, len(index.function_ids))
         sig_arr = np.asarray(sig, dtype=np.float64)
         has = sig_arr > 0
         if has.any():
@@ -148,17 +260,43 @@ def first_stage(
     rank[order] = np.arange(1, len(order) + 1)
     return FirstStage(
         kind=settings.first_stage,
-        order=order,
+        fused_order=order,
         rank=rank,
         scores=fused,
         ranks=ranks,
         evidence=evidence,
+        issue=issue,
         signal=sig_arr,
         raw=scores,
-        partial=partial,
-        pool=pool,
-        issue=issue,
-        file_scores=file_scores,
+        cold=cold,
         query_texts=len(queries),
-        query_adapter=settings.query_adapter if len(queries) else "",
+        query_adapter=query_adapter,
+        inputs=inputs,
     )
+
+
+def _title_ranks(
+    index: Rankable,
+    title: str,
+    ranks: Mapping[str, np.ndarray],
+    query_adapter: str,
+    cold: ColdPath | None,
+) -> Mapping[str, np.ndarray]:
+    """Dense and BM25 ranks of every function for the title alone (the issue's summary),
+    for each of the two the first stage ranked by: the title is one more short query
+    through the same adapter, over the same vectors (the cold path's pool only)."""
+    out: dict[str, np.ndarray] = {}
+    title = title.strip()
+    if not title or not index.function_ids:
+        return MappingProxyType(out)
+    if "dense" in ranks:
+        q = query_vectors(index.encoder(), [title], query_adapter)
+        if cold is not None:  # cold path: the pool's vectors only
+            out["dense"] = ranks_from_scores(pooled_dense_scores(index, q, cold.pool))
+        else:
+            out["dense"] = ranks_from_scores(best_cosine(index.vectors(), q))
+    if "bm25" in ranks:
+        out["bm25"] = ranks_from_scores(index.lexical().scores(title))
+    for arr in out.values():
+        _read_only(arr)
+    return MappingProxyType(out)

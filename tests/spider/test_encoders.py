@@ -15,7 +15,7 @@ import pytest
 
 from spider.index import build_index
 from spider.locate import locate
-from spider.models import Issue
+from spider.models import Issue, PartialIndex
 from spider.retrieve.cache import EmbeddingCache, SqlEmbeddingCache, open_cache
 from spider.retrieve.dense import BACKENDS, Encoder, bundled_model_path, encoder_model_id
 from spider.retrieve.onnx_encoder import export_onnx
@@ -162,16 +162,16 @@ def test_the_cold_path_embeds_only_its_pool_and_says_so(
     assert index.stats["partial_index"] is True and "embedded" not in index.stats
     loc = locate(index, ISSUE, settings)
     assert len(loc.hits) == min(settings.k, len(index.function_ids))
-    assert loc.settings["partial_index"] is True
-    assert loc.settings["embedded_functions"] == pool
-    assert loc.settings["functions"] == len(index.function_ids)
+    assert loc.settings.partial == PartialIndex(embedded_functions=pool,
+                                                functions=len(index.function_ids))
+    assert loc.settings.to_dict()["partial_index"] is True
     assert index.encoder().embedded == pool  # the query is not counted: it is not cached
     assert any(h.id.endswith("Session.send") for h in loc.hits[:2])
     # once every vector exists, the same settings rank from the full index
     full = build_index(GitSource(path, sha), settings.model_copy(update={"cold_pool": 0}))
     again = build_index(GitSource(path, sha), settings)
     assert again.stats["partial_index"] is False
-    assert "partial_index" not in locate(again, ISSUE, settings).settings
+    assert locate(again, ISSUE, settings).settings.partial is None
     assert full.stats["embedded"] == len(full.function_ids) - pool
 
 

@@ -122,9 +122,7 @@ def test_the_list_follows_the_model_file(index: Index, tmp_path: Path) -> None:
     assert lines["long"][0] == max(every) and lines["short"][0] == min(every)
     assert [h.id for h in got["long"].hits] != [h.id for h in got["short"].hits]
     loc = got["long"]
-    assert loc.settings["rerank"] == "pool" and loc.settings["ranked_depth"] == len(
-        index.function_ids
-    )
+    assert loc.settings.rerank == "pool" and loc.settings.ranked_depth == len(index.function_ids)
     assert "re-scored by the learned ranker" in loc.method()
     assert loc.confidence is not None and 0 < loc.confidence < 1
 
@@ -132,14 +130,14 @@ def test_the_list_follows_the_model_file(index: Index, tmp_path: Path) -> None:
 def test_head_ranker_on_request(index: Index) -> None:
     settings = index.settings.model_copy(update={"selector": "none", "ranker": "head"})
     loc = locate(index, ISSUE, settings, ranker=_ranker(True))
-    assert loc.settings["rerank"] == "head" and loc.settings["ranked_depth"] == 3
+    assert loc.settings.rerank == "head" and loc.settings.ranked_depth == 3
     assert "head model" in loc.method()
 
 
 def test_the_method_says_how_many_windows_dense_read(index: Index) -> None:
     long = Issue("Cart total is negative", "The total goes below zero. " * 40)
     loc = locate(index, long)
-    assert loc.settings["query_texts"] == 3  # the head, then two more 400-character windows
+    assert loc.settings.query_texts == 3  # the head, then two more 400-character windows
     assert "dense retrieval over 3 windows of the issue" in loc.method()
     assert "windows" not in locate(index, ISSUE).method()  # a short issue is one query
 
@@ -161,6 +159,6 @@ def test_dense_follows_the_query_adapter_file(index: Index, tmp_path: Path) -> N
         update={"query_adapter": str(paths["rotation"]), "selector": "none"}
     )
     loc = locate(index, ISSUE, settings)
-    assert loc.settings["query_adapter"] == str(paths["rotation"])
+    assert loc.settings.query_adapter == str(paths["rotation"])
     assert "query side tuned" in loc.method()
     assert "tuned" not in locate(index, ISSUE).method()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import redis
 
-from spider.models import Hit, Issue, Localization, Reason
+from spider.models import Hit, Issue, Localization, PartialIndex, Reason, RunSettings
 from spider.settings import EngineSettings
 from spider_devkit.devstack import RedisServer
 from worker.mirror import Checkout
@@ -131,10 +131,9 @@ class StubEngine:
             Hit("httpkit/session.py:Session.send", "httpkit/session.py", "Session.send", 5, 7, 0.4,
                 [Reason("hybrid", rank=2)]),
         ]
-        partial = ({"partial_index": True, "embedded_functions": settings.cold_pool,
-                    "functions": 15461} if settings.cold_pool > 0 else {})
+        partial = (PartialIndex(embedded_functions=settings.cold_pool, functions=15461)
+                   if settings.cold_pool > 0 else None)
         return Localization(index.sha, hits[: settings.k],
-                            {"k": settings.k, "selector": settings.selector,
-                             "edges": list(settings.edges), **partial},
+                            RunSettings.of(settings, selector=settings.selector, partial=partial),
                             {"first_stage": 0.01, "expansion": 0.0, "total": 0.01},
                             confidence=self.confidence)

@@ -18,7 +18,7 @@ from spider.bench.methods import parse_methods
 from spider.bench.report import render_tables, render_timings
 from spider.bench.run import fixed_resolver, run_benchmark
 from spider.bench.store import PREDICTIONS, SUMMARY, read_predictions
-from spider.models import Hit, Issue, Localization
+from spider.models import Hit, Issue, Localization, RunSettings
 from spider.settings import EngineSettings
 from tests.spider.bench.helpers import ast_builder, commit_files, init_repo
 
@@ -59,7 +59,9 @@ def fake_locate(
     if selector is not None:  # the oracle lifts what it admits
         ids.sort(key=lambda i: selector.normalise(i) not in selector.truth)
     hits = [Hit(i, "m.py", i, 1, 1, 1.0) for i in ids[: settings.k]]
-    return Localization(index.graph.g.graph.get("commit"), hits, {"k": settings.k})
+    return Localization(
+        index.graph.g.graph.get("commit"), hits, RunSettings.of(settings, selector=settings.selector)
+    )
 
 
 @pytest.fixture()
@@ -156,7 +158,7 @@ class ExpandedLocalization:
     """A ``Localization`` as the engine returns it with expansion accounting."""
 
     hits: list[Hit]
-    settings: dict[str, Any]
+    settings: RunSettings
     timings: dict[str, float]
     expansion: list[Centre] | None
 

@@ -1,17 +1,24 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from spider.comment.render import MARKER, build_view, permalink, reason_words, render
 from spider.errors import RenderError
-from spider.models import CentreExpansion, Hit, Localization, Reason
+from spider.models import CentreExpansion, Hit, Localization, PartialIndex, Reason, RunSettings
 
 GOLDEN = Path(__file__).parent / "golden"
 SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
 URL = "https://github.com/acme/httpkit"
+
+
+SETTINGS = RunSettings(k=3, first_stage="hybrid", signals=True, query_texts=1, query_adapter="",
+                       rerank="head", ranked_depth=3, selector="offline",
+                       edges=("contains", "invokes"), centres=5, depth=4, pool=500,
+                       model="all-MiniLM-L6-v2 (bundled)", encoder="onnx-int8")
 
 
 def localization() -> Localization:
@@ -29,8 +36,7 @@ def localization() -> Localization:
             Hit("httpkit/cookies.py:parse_cookie", "httpkit/cookies.py", "parse_cookie", 1, 1, 0.2,
                 [Reason("traceback", detail="httpkit/cookies.py:12"), Reason("hybrid", rank=2)]),
         ],
-        settings={"k": 3, "first_stage": "hybrid", "signals": True, "rerank": True,
-                  "selector": "offline", "edges": ["contains", "invokes"], "pool": 500},
+        settings=SETTINGS,
         timings={"first_stage": 0.25, "expansion": 0.5, "total": 0.75},
         expansion=[CentreExpansion("httpkit/session.py:Session.send", offered=6, outside=4,
                                    accepted=1, admitted=1),
@@ -107,6 +113,17 @@ def test_a_weak_first_match_is_said_in_one_line() -> None:
     assert "best match is weak" not in body
 
 
+def test_a_partial_index_is_said_in_one_line() -> None:
+    loc = localization()
+    assert "partial index" not in comment()
+    loc.settings = replace(loc.settings, partial=PartialIndex(embedded_functions=400,
+                                                              functions=15461))
+    body = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
+    assert ("Made from a partial index (the repository is being indexed: 400 of 15,461 functions "
+            "embedded); a later run (`/spider`) ranks from the full index.") in body
+    assert "`partial_index=True`" in body and "`embedded_functions=400`" in body
+
+
 def test_reasons_in_words() -> None:
     assert reason_words(Reason("expand", centre="a.py:Session.send", edge="invokes")) == \
         "found via invokes from `Session.send`"
@@ -151,7 +168,7 @@ def test_refuses_what_it_cannot_render_in_full() -> None:
         permalink("javascript:alert(1)//", SHA, "a.py", 1, 2)
     with pytest.raises(RenderError):
         permalink(URL, "main", "a.py", 1, 2)
-    empty = Localization(commit=SHA, hits=[])
+    empty = Localization(commit=SHA, hits=[], settings=SETTINGS)
     with pytest.raises(RenderError):
         build_view(empty, html_url=URL, branch="main", skip_label="s", app_name="a")
 
@@ -187,14 +204,15 @@ def test_the_method_line_says_what_ran() -> None:
     assert "selector calls 2" in body
 
     loc = localization()
-    loc.settings.update(first_stage="bm25", signals=False, rerank=False, selector="none")
+    loc.settings = replace(loc.settings, first_stage="bm25", signals=False, rerank=None,
+                           selector="none")
     loc.expansion, loc.selector_calls = [], 0
     plain_body = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
     assert "- Method: BM25; no graph expansion: selector none" in plain_body
     assert "selector calls" not in plain_body and "SpIDER" not in plain_body
 
     loc = localization()
-    loc.settings.update(query_texts=4)  # a long issue: dense read it as 4 windows
+    loc.settings = replace(loc.settings, query_texts=4)  # a long issue: 4 windows
     windows = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
     assert "- Method: dense retrieval over 4 windows of the issue and BM25, fused" in windows
 
