@@ -9,6 +9,6 @@ engine settings), ``run`` (the run loop: instances x methods -> prediction rows)
 ``fit_rerank`` (fitting on dev data), ``cli`` (the ``spider bench`` commands).
 """
 
-from spider.bench.metrics import DEFAULT_KS, aggregate, score_instance
+from spider.metrics import DEFAULT_KS, aggregate, score_instance
 
 __all__ = ["DEFAULT_KS", "aggregate", "score_instance"]
