@@ -10,7 +10,7 @@ Four consumers, one convention:
 - the selector's neighbours carry :func:`pool_features` (per-ranker ranks and the issue
   signal of every pool item) plus :func:`neighbour_features` (graph relation to the
   centre, name overlap with the issue);
-- ``spider bench fit`` / ``fit-rerank`` fit on exactly these functions.
+- ``spider train selector`` / ``head`` / ``ranker`` fit on exactly these functions.
 
 Every rank enters as :func:`log_rank`: the natural log of a 1-based rank, capped at
 :data:`RANK_CAP` so that a feature does not grow with the size of the repository.

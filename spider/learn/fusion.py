@@ -1,6 +1,6 @@
 """Choose the first-stage fusion weights by grid search with leave-one-repository-out CV.
 
-    spider bench tune --dataset FILE --repos TEMPLATE --out DIR [--only-repo ...]
+    spider train fusion --dataset FILE --repos TEMPLATE --out DIR [--only-repo ...]
 
 Per instance the raw rankings are computed once (dense and BM25 rank of every function,
 file-level BM25 rank, issue-signal strength) and cached in ``DIR/tune-data.npz`` files;

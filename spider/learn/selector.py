@@ -372,7 +372,7 @@ def margin_grid(cv: dict[str, Any], k: int = 20) -> list[dict[str, Any]]:
 
 
 def describe_cv(cv: dict[str, Any], k: int = 20) -> str:
-    """The CV report as printed by ``spider bench fit``: the margin grid, then the choice."""
+    """The CV report as printed by ``spider train selector``: the margin grid, then the choice."""
 
     def cell(x: float | None) -> str:
         return "–" if x is None else f"{x:.3f}"
