@@ -46,6 +46,10 @@ from spider.snapshot import RepoResolver, template_resolver
 
 GROUP = "train"  # the command group: `spider train ...` in every recorded command line
 DEFAULT_K = 20  # the budget K the fits are scored at (EngineSettings' default)
+# spider.learn.corpus's defaults, repeated (a test keeps them equal): importing the corpus
+# module would load the first stage (numpy, scipy, bm25s) into every `spider` start
+DEFAULT_POOL = 200
+DEFAULT_MAX_PER_REPO = 40
 _T = TypeVar("_T")  # one collected instance of a fitting command
 _W = TypeVar("_W")  # the weights a fitting command writes
 
@@ -58,7 +62,9 @@ ReportFile = Annotated[
 OutDir = Annotated[
     Path, typer.Option("--out", "-o", help="collected data (resumable) and the CV report")
 ]
-PoolOpt = Annotated[int, typer.Option(help="candidates kept per instance")]
+PoolOpt = Annotated[
+    int, typer.Option(help="candidates kept per instance (the corpus's pool: the cold path's too)")
+]
 MaxPerRepoOpt = Annotated[int, typer.Option(help="instances per repository at most")]
 
 train_app = typer.Typer(
@@ -136,8 +142,8 @@ def corpus(
     dataset: DatasetsOpt,
     repos: ReposOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="corpus folder (resumable)")],
-    pool: PoolOpt = 200,
-    max_per_repo: MaxPerRepoOpt = 40,
+    pool: PoolOpt = DEFAULT_POOL,
+    max_per_repo: MaxPerRepoOpt = DEFAULT_MAX_PER_REPO,
     only_repo: OnlyRepoOpt = None,
     skip_repo: SkipRepoOpt = None,
     budget_s: Annotated[
@@ -241,10 +247,7 @@ def ranker(
 @train_app.command("encoder")
 def encoder(
     corpus_dirs: CorpusDirs,
-    dataset: Annotated[
-        list[Path],
-        typer.Option("--dataset", "-d", help="the JSONL the corpus came from (issue texts)"),
-    ],
+    dataset: DatasetsOpt,  # the JSONL the corpus came from: its issue texts
     out: ReportFile = None,
     folds: Annotated[int, typer.Option(help="CV folds of whole repositories")] = 5,
     write_weights: WriteWeightsOpt = False,
@@ -307,10 +310,8 @@ def selector(
             "instances as given (dev data)",
         ),
     ] = None,
-    pool: Annotated[int, typer.Option(help="with --corpus: the corpus's pool (cold path)")] = 200,
-    max_per_repo: Annotated[
-        int, typer.Option(help="with --corpus: instances per repository at most")
-    ] = 40,
+    pool: PoolOpt = DEFAULT_POOL,  # with --corpus
+    max_per_repo: MaxPerRepoOpt = DEFAULT_MAX_PER_REPO,  # with --corpus
     only_repo: OnlyRepoOpt = None,
     k: KOpt = DEFAULT_K,
     cache_dir: CacheOpt = None,

@@ -106,3 +106,18 @@ def test_a_missing_dataset_is_a_clean_error(tmp_path: Path) -> None:
         ["head", "-d", str(tmp_path / "none.jsonl"), "-r", "x", "-o", str(tmp_path / "o")],
     )
     assert res.exit_code == 2 and "dataset not found" in res.output
+
+
+def test_the_cli_defaults_are_the_corpus_defaults_and_load_no_fitting_code() -> None:
+    import subprocess
+    import sys
+
+    from spider.learn import corpus
+
+    assert (cli.DEFAULT_POOL, cli.DEFAULT_MAX_PER_REPO) == (
+        corpus.DEFAULT_POOL,
+        corpus.DEFAULT_MAX_PER_REPO,
+    )
+    probe = "import sys, spider.cli; print(sorted(m for m in sys.modules if m.startswith(('scipy', 'sklearn', 'lightgbm', 'spider.learn.'))))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['spider.learn.cli']"
