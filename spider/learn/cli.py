@@ -331,7 +331,7 @@ def selector(
     from spider.select.offline import WEIGHTS_FILE
 
     settings = engine_settings(k, cache_dir)
-    write = fitting.write_weights
+    comment = fitting.COMMENT
     try:
         rows = _instances(dataset, only_repo)
         if corpus_dir is not None:
@@ -341,9 +341,7 @@ def selector(
             rows = [r for r in rows if r.instance_id in kept and r.repo not in BENCHMARK_REPOS]
             rows = interleave(rows, max_per_repo)
             settings = corpus_settings(settings, pool).model_copy(update={"rerank": True})
-
-            def write(w: Any, cv: dict[str, Any], command: str, path: Path) -> None:
-                fitting.write_weights(w, cv, command, path, comment=fitting.CORPUS_COMMENT)
+            comment = fitting.CORPUS_COMMENT
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     spec = Fitting(
@@ -352,7 +350,7 @@ def selector(
         "selector-cv.json",
         describe=lambda cv: fitting.describe_cv(cv, settings.k),
         weights=fitting.fit_chosen,
-        write=write,
+        write=lambda w, cv, command, path: fitting.write_weights(w, cv, command, path, comment),
         weights_file=WEIGHTS_FILE,
     )
     run_fit(

@@ -93,6 +93,7 @@ def test_fitting_commands_share_one_body(
     assert res.exit_code == 0, res.output
     assert seen["weights"] == ("w", 2.0) and seen["path"] == tmp_path / "w.json"
     assert seen["command"].startswith("spider train ") and "wrote" in res.output
+    assert "dev set" in seen["comment"]  # no --corpus: the dev-data form
     res = runner.invoke(
         cli.train_app, [*args, "--write-weights", "--weights-file", str(tmp_path / "x.json")]
     )
