@@ -60,3 +60,10 @@ def test_weights_file_round_trips(tmp_path: Path) -> None:
     back = RerankWeights.load(path)
     assert back.meta["command"] == "spider train head ..."
     assert np.allclose(back.logits(ROWS[1]["x"]), w.logits(ROWS[1]["x"]), atol=1e-3)
+
+
+def test_nothing_edited_in_the_pool_keeps_the_fused_order() -> None:
+    blank = [{**r, "y": np.zeros_like(r["y"])} for r in ROWS]
+    w = fit(blank, c=1.0, pool=30)
+    assert w.bias == -30.0 and set(w.coef.values()) == {0.0}
+    assert reordered_mrr(ROWS[0], w, 20) == reordered_mrr(ROWS[0], None, 20)

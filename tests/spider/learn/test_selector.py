@@ -135,3 +135,13 @@ def test_cv_reports_eta_tau_and_admissions_and_the_weights_file_keeps_them(
     assert meta["eta"] == chosen["eta"] and meta["admissions"] == chosen["admitted"]
     assert [g["margin"] for g in meta["grid"]] == list(MARGINS)
     assert meta["margin rule met"] == cv["rule_met"]
+
+
+def test_no_edited_neighbour_fits_a_selector_that_admits_nothing() -> None:
+    from spider.features import NEIGHBOUR_FEATURES
+
+    plain = [_record(i, f"o/r{i % 3}", good_neighbour=False) for i in range(6)]
+    w = fit_weights(plain, 20)
+    assert w.neighbour == {"bias": -30.0, **dict.fromkeys(NEIGHBOUR_FEATURES, 0.0)}
+    rec = _record(0, "o/r", good_neighbour=True)  # even where a neighbour is the fix
+    assert simulate(rec, w, 20) == simulate(rec, None, 20)
