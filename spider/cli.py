@@ -1,4 +1,4 @@
-"""The ``spider`` command: index a repository, locate an issue, benchmark."""
+"""The ``spider`` command: index a repository, locate an issue, benchmark, train."""
 
 from __future__ import annotations
 
@@ -241,8 +241,8 @@ _mount_bench()
 
 def _mount_train() -> None:
     try:
-        from spider.train.cli import train_app
-    except ImportError:  # the training package needs the bench extra
+        from spider.learn.cli import train_app
+    except ImportError:  # the training package is optional in slim installs
         return
     app.add_typer(train_app, name="train")
 

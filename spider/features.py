@@ -10,7 +10,7 @@ Four consumers, one convention:
 - the selector's neighbours carry :func:`pool_features` (per-ranker ranks and the issue
   signal of every pool item) plus :func:`neighbour_features` (graph relation to the
   centre, name overlap with the issue);
-- ``spider bench fit`` / ``fit-rerank`` fit on exactly these functions.
+- ``spider train selector`` / ``head`` / ``ranker`` fit on exactly these functions.
 
 Features only read: the first stage's record (its ranks, raw scores, signals and the
 :class:`~spider.retrieve.first_stage.FeatureInputs` it computed for the learned stages:

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spider.calibration import Calibration
 from spider.errors import WeightsFormatError
 from spider.features import RANKER_FEATURES, ranker_features
-from spider.weights import SCHEMA_VERSION, platt_probability, read_checked
+from spider.weights import SCHEMA_VERSION, read_checked
 
 if TYPE_CHECKING:
     from spider.index import Index
@@ -44,18 +45,6 @@ MODEL_FILE = Path(__file__).with_name("pool_ranker.json")
 MODEL_KIND = "pool-ranker"
 REGENERATE = "spider train ranker --write-weights"
 DEFAULT_DEPTH = 200  # candidates re-scored when the file does not say
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """Platt scaling of the first item's score into the chance that it needs the edit."""
-
-    slope: float
-    intercept: float
-
-    def probability(self, score: float) -> float:
-        """Calibrated probability for a ranker score."""
-        return platt_probability(self.slope, self.intercept, score)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ order (MRR, what a reader sees first) moves.
 
 The features come from ``spider.features`` (``head_features``). The coefficients live in
 ``rerank_weights.json`` beside this file on the raw feature scale, read through the one
-checked loader (``spider.weights``); ``spider bench fit-rerank`` regenerates them from the dev set with
+checked loader (``spider.weights``); ``spider train head`` regenerates them from the dev set with
 leave-one-repository-out cross-validation (see the README).
 """
 
@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from spider.calibration import Calibration
 from spider.errors import WeightsFormatError
 from spider.features import HEAD_FEATURES, head_features
-from spider.weights import load_weights, platt_probability
+from spider.weights import load_weights
 
 if TYPE_CHECKING:
     from spider.index import Index
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 WEIGHTS_FILE = Path(__file__).with_name("rerank_weights.json")
 WEIGHTS_KIND = "rerank"
-REGENERATE = "spider bench fit-rerank --write-weights"
+REGENERATE = "spider train head --write-weights"
 CALIBRATION_FILE = Path(__file__).with_name("head_calibration.json")
 CALIBRATION_KIND = "head-calibration"
 
@@ -54,7 +55,7 @@ class RerankWeights:
 
     @classmethod
     def load(cls, path: str | Path = WEIGHTS_FILE) -> RerankWeights:
-        """Read a weights file written by ``spider bench fit-rerank`` (schema checked)."""
+        """Read a weights file written by ``spider train head`` (schema checked)."""
         f = load_weights(
             path,
             kind=WEIGHTS_KIND,
@@ -76,14 +77,13 @@ class RerankWeights:
 
 
 @dataclass(frozen=True)
-class HeadCalibration:
-    """Platt scaling of the head model's logit into a calibrated probability of an edit.
+class HeadCalibration(Calibration):
+    """The head model's :class:`~spider.calibration.Calibration` (its logit into the chance
+    of an edit), valid for one set of head weights (``fingerprint``).
 
-    Fitted by ``spider bench calibrate`` for one set of head weights (``fingerprint``).
+    Fitted by ``spider train calibration``.
     """
 
-    slope: float
-    intercept: float
     fingerprint: str
     meta: Mapping[str, object] = field(default_factory=dict)
 
@@ -95,17 +95,13 @@ class HeadCalibration:
             kind=CALIBRATION_KIND,
             sections={},
             scalars={"slope": None, "intercept": None},
-            regenerate="spider bench calibrate --write-weights",
+            regenerate="spider train calibration --write-weights",
         )
         fp = f.meta.get("fingerprint")
         if not isinstance(fp, str):
             raise WeightsFormatError(f"{path}: no fingerprint of the head weights it calibrates")
         meta = {k: v for k, v in f.meta.items() if k != "fingerprint"}
         return cls(f.scalars["slope"], f.scalars["intercept"], fp, meta)
-
-    def probability(self, logit: float) -> float:
-        """Calibrated probability that a function with this head logit gets edited."""
-        return platt_probability(self.slope, self.intercept, logit)
 
 
 @lru_cache(maxsize=1)
@@ -117,7 +113,7 @@ def default_calibration() -> HeadCalibration | None:
     if cal.fingerprint != default_weights().fingerprint():
         log.warning(
             "%s calibrates other head weights; no confidence is given until "
-            "`spider bench calibrate --write-weights` is run again",
+            "`spider train calibration --write-weights` is run again",
             CALIBRATION_FILE.name,
         )
         return None

@@ -41,13 +41,6 @@ def _number(path: Path, where: str, value: object, hint: str) -> float:
     return float(value)
 
 
-def platt_probability(slope: float, intercept: float, score: float) -> float:
-    """Platt scaling: ``sigmoid(slope * score + intercept)``, clamped against overflow (the
-    one formula every shipped calibration applies)."""
-    z = slope * score + intercept
-    return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-
-
 def read_checked(path: str | Path, *, kind: str, regenerate: str) -> dict[str, Any]:
     """The JSON object of a shipped model file after the checks every kind shares: it
     parses, its ``schema`` is :data:`SCHEMA_VERSION` and its ``kind`` is ``kind``."""

@@ -1,14 +1,15 @@
 """``spider bench``: measure localization on SWE-bench-style data and on a repository's history.
 
-Modules: ``metrics`` (Recall/Acc/MRR@K), ``ids`` (the dataset's id convention),
-``dataset`` (JSONL rows), ``groundtruth`` (patch -> functions), ``methods`` (method ->
-engine settings), ``run`` (the run loop: instances x methods -> prediction rows),
-``store`` (predictions/errors/summary files, resume, the summary itself), ``report``
-(console and Markdown tables), ``history`` (fix commits -> a dataset), ``gtcheck``
-(ground-truth checks), ``cv`` (leave-one-repository-out folds), ``tune`` / ``fit`` /
-``fit_rerank`` (fitting on dev data), ``cli`` (the ``spider bench`` commands).
+Modules: ``methods`` (method -> engine settings), ``config`` (what a run is asked to do),
+``run`` (the run loop: instances x methods -> prediction rows), ``store``
+(predictions/errors/summary files, resume, the summary itself), ``report`` (console and
+Markdown tables), ``history`` (fix commits -> a dataset), ``gtcheck`` (ground-truth
+checks), ``coverage`` (graph fidelity), ``speed`` (timings), ``cli`` (the ``spider
+bench`` commands). The dataset rows, an instance's index and ground truth and the
+metrics are engine modules shared with learning (``spider.dataset``,
+``spider.snapshot``, ``spider.metrics``); fitting lives in ``spider.learn``.
 """
 
-from spider.bench.metrics import DEFAULT_KS, aggregate, score_instance
+from spider.metrics import DEFAULT_KS, aggregate, score_instance
 
 __all__ = ["DEFAULT_KS", "aggregate", "score_instance"]

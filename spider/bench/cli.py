@@ -12,17 +12,12 @@ spider bench speed REPO_PATH [--rev SHA] [--out FILE.json]
 from __future__ import annotations
 
 import json
-import shlex
-import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any
 
 import typer
 
-from spider.bench.config import GT_CHOICES, BenchConfig, GtChoice
-from spider.bench.dataset import Instance, read_dataset, select_instances, write_dataset
+from spider.bench.config import BenchConfig
 from spider.bench.history import (
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_FUNCTIONS,
@@ -32,22 +27,32 @@ from spider.bench.history import (
 )
 from spider.bench.methods import parse_methods
 from spider.bench.report import render_tables, render_timings
-from spider.bench.run import (
-    RepoResolver,
-    fixed_resolver,
-    run_benchmark,
-    template_resolver,
-    unrunnable,
-)
+from spider.bench.run import run_benchmark, unrunnable
 from spider.bench.store import SUMMARY, read_summary
+from spider.cli_common import (
+    CacheOpt,
+    DatasetOpt,
+    InstancesOpt,
+    KOpt,
+    OnlyRepoOpt,
+    OptionalDatasetOpt,
+    OptionalReposOpt,
+    ProgressOpt,
+    ReposOpt,
+    command_line,
+    engine_settings,
+    exit_error,
+    split_csv,
+)
+from spider.dataset import read_dataset, select_instances, write_dataset
 from spider.errors import InputError, SpiderError
 from spider.retrieve.dense import BACKENDS
 from spider.settings import EngineSettings
+from spider.snapshot import GT_CHOICES, GtChoice, fixed_resolver, template_resolver
 
+GROUP = "bench"  # the command group: `spider bench ...` in every recorded command line
 DEFAULT_METHODS = "bm25,dense,hybrid"  # the cheap baselines; add spider-* / oracle explicitly
 DATASET_FILE = "dataset.jsonl"  # what `history` writes into --out
-_T = TypeVar("_T")  # one collected instance of a fitting command
-_W = TypeVar("_W")  # the weights a fitting command writes
 
 bench_app = typer.Typer(
     help="Measure localization (Recall/Acc/MRR@K) on SWE-bench-style data or on git history.",
@@ -64,22 +69,9 @@ MethodOpt = Annotated[
         "spider-both, oracle, default; overrides as name:key=value,key=value",
     ),
 ]
-KOpt = Annotated[int, typer.Option("--k", help="results per query (the budget K)")]
-DatasetOpt = Annotated[Path, typer.Option("--dataset", "-d", help="SWE-bench-style JSONL")]
-ReposOpt = Annotated[str, typer.Option("--repos", "-r", help="repository path template")]
-OnlyRepoOpt = Annotated[
-    str | None, typer.Option("--only-repo", help="comma-separated owner/name filter")
-]
-WriteWeightsOpt = Annotated[
-    bool, typer.Option("--write-weights", help="overwrite the shipped coefficients file")
-]
-CacheOpt = Annotated[
-    Path | None, typer.Option("--cache-dir", help="graph and embedding cache (SPIDER_CACHE_DIR)")
-]
 WarmOpt = Annotated[
     bool, typer.Option("--warm/--no-warm", help="also time a warm re-index per instance")
 ]
-ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress")]
 GtOpt = Annotated[
     str,
     typer.Option(
@@ -96,66 +88,6 @@ def _gt_choice(value: str) -> GtChoice:
     return value  # type: ignore[return-value]
 
 
-def _settings(k: int, cache_dir: Path | None) -> EngineSettings:
-    update: dict[str, object] = {"k": k}
-    if cache_dir is not None:
-        update["cache_dir"] = cache_dir
-    return EngineSettings().model_copy(update=update)
-
-
-def split_csv(value: str | None) -> list[str] | None:
-    """``"a, b,"`` -> ``["a", "b"]``; None or empty -> None."""
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
-
-
-@dataclass(frozen=True)
-class Fitting(Generic[_T, _W]):
-    """What a fitting command declares; ``_fit`` does the rest (one body for all three)."""
-
-    collect: Callable[[Sequence[Instance], RepoResolver, EngineSettings, Path], list[_T]]
-    cross_validate: Callable[[list[_T], int], dict[str, Any]]  # leave-one-repository-out
-    cv_file: str  # the CV report, written into --out
-    describe: Callable[[dict[str, Any]], str] = lambda cv: json.dumps(cv, indent=2)
-    weights: Callable[[list[_T], dict[str, Any], int], _W] | None = None  # fit on everything
-    write: Callable[[_W, dict[str, Any], str, Path], None] | None = None
-    weights_file: Path | None = None  # the shipped file --write-weights replaces
-    min_repos: int = 2  # leave-one-repository-out needs one to hold out and one to fit on
-
-
-def _fit(
-    spec: Fitting[_T, _W],
-    dataset: Path,
-    repos: str,
-    out: Path,
-    cache_dir: Path | None,
-    only_repo: str | None,
-    k: int,
-    write_weights: bool = False,
-) -> None:
-    """Collect the dev instances (``--only-repo`` applied), run the CV, write its report,
-    print it and, with ``--write-weights``, fit on every instance and replace the shipped
-    file. Too few repositories, or nothing collected, is a clean error (exit 2)."""
-    rows = select_instances(read_dataset(dataset), repos=split_csv(only_repo))
-    found = sorted({r.repo for r in rows})
-    if rows and len(found) < spec.min_repos:
-        raise exit_error(
-            f"leave-one-repository-out CV needs instances from at least {spec.min_repos} "
-            f"repositories; --only-repo leaves {', '.join(found)}"
-        )
-    try:
-        data = spec.collect(rows, template_resolver(repos), _settings(k, cache_dir), out)
-        if not data:
-            raise exit_error("no instance could be collected")
-        cv = spec.cross_validate(data, k)
-    except SpiderError as exc:
-        raise exit_error(str(exc)) from exc
-    (out / spec.cv_file).write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")
-    typer.echo(spec.describe(cv))
-    if write_weights and spec.weights and spec.write and spec.weights_file:
-        spec.write(spec.weights(data, cv, k), cv, command_line(), spec.weights_file)
-        typer.echo(f"wrote {spec.weights_file}")
-
-
 def _finished(out: Path) -> dict[str, Any]:
     """A finished run's summary, or a clean error."""
     summary = read_summary(out)
@@ -164,45 +96,17 @@ def _finished(out: Path) -> dict[str, Any]:
     return summary
 
 
-def exit_error(message: str) -> typer.Exit:
-    """Print ``error: message`` on stderr; the Exit (code 2) to raise."""
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(2)
-
-
-def command_line(group: str = "bench") -> str:
-    """The command as typed, spelled ``spider GROUP ...`` however it was launched."""
-    args = sys.argv[1:]
-    if args[:1] == [group]:  # `spider GROUP ...`; else `python -m spider.GROUP.cli ...`
-        args = args[1:]
-    return f"spider {group} " + " ".join(shlex.quote(a) for a in args)
-
-
 @bench_app.callback(invoke_without_command=True)
 def bench(
     ctx: typer.Context,
-    dataset: Annotated[
-        Path | None, typer.Option("--dataset", "-d", help="SWE-bench-style JSONL")
-    ] = None,
-    repos: Annotated[
-        str | None,
-        typer.Option(
-            "--repos",
-            "-r",
-            help="git repository path template with {owner} and {name}, "
-            "e.g. '/work/.mirror/{owner}+{name}/repo'",
-        ),
-    ] = None,
+    dataset: OptionalDatasetOpt = None,
+    repos: OptionalReposOpt = None,
     method: MethodOpt = DEFAULT_METHODS,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="output directory")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="first N instances only")] = None,
     k: KOpt = 20,
-    instances: Annotated[
-        str | None, typer.Option("--instances", help="comma-separated instance ids")
-    ] = None,
-    only_repo: Annotated[
-        str | None, typer.Option("--only-repo", help="comma-separated owner/name filter")
-    ] = None,
+    instances: InstancesOpt = None,
+    only_repo: OnlyRepoOpt = None,
     cache_dir: CacheOpt = None,
     warm: WarmOpt = True,
     progress: ProgressOpt = True,
@@ -222,10 +126,10 @@ def bench(
         cfg = BenchConfig(
             methods=methods,
             out=out,
-            settings=_settings(k, cache_dir),
+            settings=engine_settings(k, cache_dir),
             warm=warm,
             progress=progress,
-            command=command_line(),
+            command=command_line(GROUP),
             gt=_gt_choice(gt),
         )
         summary = run_benchmark(rows, template_resolver(repos), cfg)
@@ -269,7 +173,7 @@ def history(
     """Mine fix commits of REPO_PATH into OUT/dataset.jsonl, then benchmark them."""
     try:
         methods = parse_methods(method)
-        settings = _settings(k, cache_dir)
+        settings = engine_settings(k, cache_dir)
         out.mkdir(parents=True, exist_ok=True)
         data_path = out / DATASET_FILE
         if data_path.exists():  # resumable: reuse what was mined before
@@ -297,7 +201,7 @@ def history(
             settings=settings,
             warm=warm,
             progress=progress,
-            command=command_line(),
+            command=command_line(GROUP),
         )
         summary = run_benchmark(rows, fixed_resolver(repo_path), cfg)
     except SpiderError as exc:
@@ -337,7 +241,7 @@ def check_gt(
     dataset: DatasetOpt,
     repos: ReposOpt,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="per-instance JSONL")] = None,
-    instances: Annotated[str | None, typer.Option("--instances")] = None,
+    instances: InstancesOpt = None,
     only_repo: OnlyRepoOpt = None,
 ) -> None:
     """GT id match rate and patch-rule agreement with edit_functions."""
@@ -380,7 +284,7 @@ def rescore_cmd(
     write_predictions(out, new_rows)
     names = list(dict.fromkeys(r["method"] for r in new_rows))
     methods = [Method(n, n.partition(":")[0]) for n in names]
-    cfg = BenchConfig(methods, out, settings=settings, command=command_line())
+    cfg = BenchConfig(methods, out, settings=settings, command=command_line(GROUP))
     summary = summarise(new_rows, instances, cfg)
     write_summary(out, summary)
     render_tables(summary)
@@ -398,105 +302,6 @@ def show(
     render_tables(summary)
     if timings:
         render_timings(summary)
-
-
-@bench_app.command("fit")
-def fit(
-    dataset: DatasetOpt,
-    repos: ReposOpt,
-    out: Annotated[Path, typer.Option("--out", "-o", help="fit data and CV report go here")],
-    cache_dir: CacheOpt = None,
-    only_repo: OnlyRepoOpt = None,
-    k: KOpt = 20,
-    write_weights: WriteWeightsOpt = False,
-) -> None:
-    """Fit the offline selector by leave-one-repository-out CV on dev data only; the
-    admission margin by the η > τ rule."""
-    from spider.bench import fit as fitting
-    from spider.select.offline import WEIGHTS_FILE
-
-    spec = Fitting(
-        fitting.collect,
-        fitting.cross_validate,
-        "fit-cv.json",
-        describe=lambda cv: fitting.describe_cv(cv, k),
-        weights=fitting.fit_chosen,
-        write=fitting.write_weights,
-        weights_file=WEIGHTS_FILE,
-    )
-    _fit(spec, dataset, repos, out, cache_dir, only_repo, k, write_weights)
-
-
-@bench_app.command("fit-rerank")
-def fit_rerank(
-    dataset: DatasetOpt,
-    repos: ReposOpt,
-    out: Annotated[Path, typer.Option("--out", "-o", help="per-instance features go here")],
-    cache_dir: CacheOpt = None,
-    only_repo: OnlyRepoOpt = None,
-    k: KOpt = 20,
-    write_weights: WriteWeightsOpt = False,
-) -> None:
-    """Fit the head re-ranker by leave-one-repository-out CV on dev data only."""
-    from spider.bench import fit_rerank as fitting
-    from spider.rerank import WEIGHTS_FILE
-
-    spec = Fitting(
-        fitting.collect,
-        fitting.cross_validate,
-        "fit-rerank-cv.json",
-        weights=lambda data, cv, _k: fitting.fit(data, cv["C"], cv["pool"]),
-        write=fitting.write_weights,
-        weights_file=WEIGHTS_FILE,
-        min_repos=fitting.MIN_REPOS,
-    )
-    _fit(spec, dataset, repos, out, cache_dir, only_repo, k, write_weights)
-
-
-@bench_app.command("calibrate")
-def calibrate(
-    dataset: DatasetOpt,
-    repos: ReposOpt,
-    out: Annotated[Path, typer.Option("--out", "-o", help="per-instance features go here")],
-    cache_dir: CacheOpt = None,
-    only_repo: OnlyRepoOpt = None,
-    k: KOpt = 20,
-    write_weights: WriteWeightsOpt = False,
-) -> None:
-    """Calibrate the head model's probability (Platt, leave-one-repository-out) on dev data;
-    reports the reliability curve and what a confidence bar would silence."""
-    from spider.bench import calibrate as calibration
-    from spider.bench import fit_rerank as fitting
-    from spider.rerank import CALIBRATION_FILE
-
-    spec = Fitting(
-        fitting.collect,
-        calibration.cross_validate,
-        "calibrate-cv.json",
-        describe=calibration.describe,
-        weights=lambda _data, cv, _k: cv,
-        write=lambda cv, _cv, command, path: calibration.write_calibration(cv, command, path),
-        weights_file=CALIBRATION_FILE,
-    )
-    _fit(spec, dataset, repos, out, cache_dir, only_repo, k, write_weights)
-
-
-@bench_app.command("tune")
-def tune(
-    dataset: DatasetOpt,
-    repos: ReposOpt,
-    out: Annotated[Path, typer.Option("--out", "-o", help="per-instance rankings go here")],
-    cache_dir: CacheOpt = None,
-    only_repo: OnlyRepoOpt = None,
-) -> None:
-    """Choose the first-stage fusion weights by leave-one-repository-out CV (dev data only;
-    the chosen point is reported, not written: the weights are EngineSettings defaults)."""
-    from spider.bench import tune as tuning
-
-    spec: Fitting[dict[str, Any], None] = Fitting(
-        tuning.collect, lambda data, _k: tuning.cross_validate(data), "tune-cv.json"
-    )
-    _fit(spec, dataset, repos, out, cache_dir, only_repo, tuning.K)
 
 
 @bench_app.command("markdown")
@@ -543,7 +348,7 @@ def coverage(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="JSON report: counts and every hunk")
     ] = None,
-    instances: Annotated[str | None, typer.Option("--instances")] = None,
+    instances: InstancesOpt = None,
     only_repo: OnlyRepoOpt = None,
     limit: Annotated[int | None, typer.Option("--limit")] = None,
 ) -> None:
@@ -556,7 +361,7 @@ def coverage(
     report = measure_coverage(rows, template_resolver(repos), EngineSettings())
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        body = {"command": command_line(), **report.to_dict()}
+        body = {"command": command_line(GROUP), **report.to_dict()}
         out.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     typer.echo(render_coverage(report))
 

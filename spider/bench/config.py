@@ -7,13 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from spider.bench.methods import Method
 from spider.settings import EngineSettings
-
-GtChoice = Literal["edit_functions", "precise", "dataset"]
-GT_CHOICES: tuple[str, ...] = ("edit_functions", "precise", "dataset")
+from spider.snapshot import GtChoice
 
 
 @dataclass

@@ -36,8 +36,7 @@ from typing import Any
 from tree_sitter import Node, Parser, Tree
 from tree_sitter_language_pack import get_language
 
-from spider.bench.dataset import Instance
-from spider.bench.run import RepoResolver
+from spider.dataset import Instance
 from spider.errors import NoSourceFiles, SpiderError
 from spider.graph import build_graph
 from spider.graph.build import exclusion_reasons
@@ -53,6 +52,7 @@ from spider.patch import (
     parse_patch,
 )
 from spider.settings import EngineSettings
+from spider.snapshot import RepoResolver
 from spider.source import GitSource
 
 log = logging.getLogger(__name__)

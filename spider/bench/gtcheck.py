@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
-from spider.bench.dataset import Instance
 from spider.bench.history import GraphBuilder
-from spider.bench.run import RepoResolver
+from spider.dataset import Instance
 from spider.ids import dataset_id_map, normalise_id, split_id
 from spider.patch import GT_MODES, literal_globs, patch_ground_truth, patch_paths
 from spider.settings import EngineSettings
+from spider.snapshot import RepoResolver
 from spider.source import GitSource
 
 

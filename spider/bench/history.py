@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from spider.bench.dataset import Instance
+from spider.dataset import Instance
 from spider.errors import NoSourceFiles, SpiderError
 from spider.graph.model import CodeGraph
 from spider.patch import (

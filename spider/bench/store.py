@@ -20,10 +20,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
-from spider.bench.dataset import Instance
-from spider.bench.metrics import aggregate, metric_names
+from spider.dataset import Instance
 from spider.errors import SpiderError
 from spider.graph.languages import has_cpp_sources, spec_for_path
+from spider.metrics import aggregate, metric_names
 from spider.source import git
 
 if TYPE_CHECKING:

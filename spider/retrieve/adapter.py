@@ -3,7 +3,7 @@
 Only the query side is tuned. Every function vector (and so every cached embedding) stays
 the bundled model's; a query ``q`` becomes ``normalize(W q)`` before its cosine with the
 functions is taken. ``W`` is fitted by ``spider train encoder`` on other projects' issues
-and the functions their fixes edited (:mod:`spider.train.fit_adapter`), starting from the
+and the functions their fixes edited (:mod:`spider.learn.adapter`), starting from the
 identity. The file is NumPy's ``.npz``: ``schema``, ``kind`` (``query-adapter``), ``meta``
 (JSON: the command, the data, the cross-validation figures) and ``matrix`` (d x d float32).
 """

@@ -3,7 +3,7 @@ item it would evict (the paper's η > τ rule), with both probabilities estimate
 logistic model over features computed without any model call.
 
 The coefficients live in ``offline_weights.json`` beside this file, read through the one
-checked loader (``spider.weights``); ``spider bench fit`` regenerates them by
+checked loader (``spider.weights``); ``spider train selector`` regenerates them by
 cross-validation and chooses the margin by the η > τ rule (see the README).
 """
 
@@ -23,7 +23,7 @@ from spider.weights import load_weights
 
 WEIGHTS_FILE = Path(__file__).with_name("offline_weights.json")
 WEIGHTS_KIND = "offline-selector"
-REGENERATE = "spider bench fit --write-weights"
+REGENERATE = "spider train selector --write-weights"
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class OfflineWeights:
 
     @classmethod
     def load(cls, path: str | Path = WEIGHTS_FILE) -> OfflineWeights:
-        """Read a weights file written by ``spider bench fit`` (schema checked)."""
+        """Read a weights file written by ``spider train selector`` (schema checked)."""
         f = load_weights(
             path,
             kind=WEIGHTS_KIND,

@@ -11,13 +11,13 @@ import pytest
 
 from spider.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.index import Index
+from spider.learn.corpus import CorpusRow
+from spider.learn.ranker import Params, fit
 from spider.locate import locate
 from spider.models import Issue
 from spider.pool_rank import Calibration, PoolRanker, dump_ranker
 from spider.retrieve.adapter import dump_adapter
 from spider.retrieve.first_stage import first_stage
-from spider.train.corpus import CorpusRow
-from spider.train.fit_ranker import Params, fit
 from tests.spider.shop import shop_index
 
 ISSUE = Issue(

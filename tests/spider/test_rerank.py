@@ -104,7 +104,7 @@ def test_bad_weights_file_is_a_clear_error(tmp_path: Path, content: str, message
     path.write_text(content)
     with pytest.raises(WeightsFormatError, match=message) as err:
         RerankWeights.load(path)
-    assert "fit-rerank" in str(err.value) or "not 'rerank'" in str(err.value)
+    assert "spider train head" in str(err.value) or "not 'rerank'" in str(err.value)
     with pytest.raises(WeightsFormatError, match="cannot read"):
         RerankWeights.load(tmp_path / "missing.json")
 

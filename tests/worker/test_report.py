@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spider.bench.dataset import read_dataset
+from spider.dataset import read_dataset
 from worker import cli
 from worker.report import rows, table_markdown
 from worker.store import CommentRecord, ScoredFix, Store

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from spider.bench.dataset import Instance
 from spider.bench.gtcheck import check_groundtruth, summarise_check
-from spider.bench.run import fixed_resolver
+from spider.dataset import Instance
 from spider.settings import EngineSettings
+from spider.snapshot import fixed_resolver
 from tests.spider.bench.helpers import ast_builder, commit_files, git, init_repo
 
 BASE = """\

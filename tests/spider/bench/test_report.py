@@ -100,8 +100,8 @@ def test_markdown_report_has_a_per_language_table() -> None:
 def test_a_repository_counts_under_the_language_of_all_its_fixes() -> None:
     from types import SimpleNamespace
 
-    from spider.bench.dataset import Instance
     from spider.bench.store import summarise
+    from spider.dataset import Instance
     from spider.settings import EngineSettings
 
     def row(iid: str, gt: list[str]) -> dict[str, object]:

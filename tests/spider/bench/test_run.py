@@ -13,13 +13,14 @@ import pytest
 import spider.index as spider_index
 import spider.locate as spider_locate
 from spider.bench.config import BenchConfig
-from spider.bench.dataset import Instance
 from spider.bench.methods import parse_methods
 from spider.bench.report import render_tables, render_timings
-from spider.bench.run import fixed_resolver, run_benchmark
+from spider.bench.run import run_benchmark
 from spider.bench.store import PREDICTIONS, SUMMARY, read_predictions
+from spider.dataset import Instance
 from spider.models import Hit, Issue, Localization, RunSettings
 from spider.settings import EngineSettings
+from spider.snapshot import fixed_resolver
 from tests.spider.bench.helpers import ast_builder, commit_files, init_repo
 
 CODE = """\

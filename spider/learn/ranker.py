@@ -14,18 +14,23 @@ out-of-fold scores of the chosen settings.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 import numpy as np
 
-from spider.bench.cv import repository_folds
+from spider.calibration import Calibration
 from spider.errors import InputError
-from spider.pool_rank import Calibration, PoolRanker, TreeEnsemble, prior_scores
-from spider.train.corpus import BENCHMARK_REPOS, CorpusRow
+from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow
+from spider.learn.cv import repository_folds
+from spider.learn.model_file import Provenance, write_model_file
+from spider.learn.platt import fit_platt
+from spider.pool_rank import PoolRanker, TreeEnsemble, prior_scores
 
 log = logging.getLogger(__name__)
 
@@ -80,27 +85,57 @@ def training_rows(rows: Sequence[CorpusRow]) -> tuple[list[CorpusRow], int]:
     return [r for r in rows if r.repo not in BENCHMARK_REPOS and r.labels > 0], bench
 
 
+@dataclass
+class LambdaRank:
+    """LightGBM's lambdarank under ``params``: ``groups`` names each row's query (one
+    instance's pool, rows of a query adjacent); the fitted model is a :class:`PoolRanker`."""
+
+    params: Params
+    fitted: PoolRanker | None = None
+
+    def fit(
+        self, x: np.ndarray, y: np.ndarray, groups: Sequence[object] | None = None
+    ) -> LambdaRank:
+        """Fit on the pools in ``x`` / ``y``, one query per run of equal ``groups``."""
+        import lightgbm
+
+        if groups is None:
+            raise InputError("a ranking objective needs each row's query (groups)")
+        sizes = [len(list(run)) for _key, run in itertools.groupby(groups)]
+        data = lightgbm.Dataset(
+            x,
+            y,
+            group=sizes,
+            init_score=prior_scores(x, self.params.prior),
+            free_raw_data=True,
+        )
+        booster = lightgbm.train(self.params.lgbm(), data, num_boost_round=self.params.trees)
+        trees = TreeEnsemble.from_lightgbm(booster.dump_model())
+        self.fitted = PoolRanker(trees, max(sizes), prior=self.params.prior)
+        return self
+
+    @property
+    def model(self) -> PoolRanker:
+        """The fitted model (InputError before :meth:`fit`)."""
+        if self.fitted is None:
+            raise InputError("the ranker has not been fitted")
+        return self.fitted
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """The fitted model's score for each row of ``x``."""
+        return self.model.scores(x)
+
+
 def fit(rows: Sequence[CorpusRow], params: Params) -> PoolRanker:
     """A lambdarank model over the pools of ``rows`` (rows without an edited candidate in
     the pool teach nothing and are skipped)."""
-    import lightgbm
-
     teach = [r for r in rows if r.positives > 0]
     if not teach:
         raise InputError("no training instance has an edited function among its candidates")
     x = np.vstack([r.x for r in teach])
     y = np.concatenate([r.y for r in teach])
-    data = lightgbm.Dataset(
-        x,
-        y,
-        group=[len(r.y) for r in teach],
-        init_score=prior_scores(x, params.prior),
-        free_raw_data=True,
-    )
-    booster = lightgbm.train(params.lgbm(), data, num_boost_round=params.trees)
-    depth = max(len(r.y) for r in teach)
-    trees = TreeEnsemble.from_lightgbm(booster.dump_model())
-    return PoolRanker(trees, depth, prior=params.prior)
+    groups = [n for n, r in enumerate(teach) for _ in range(len(r.y))]
+    return LambdaRank(params).fit(x, y, groups).model
 
 
 def metrics(y: np.ndarray, labels: int) -> dict[str, float]:
@@ -185,16 +220,10 @@ def loro(
     return report, top
 
 
-def calibrate(top: Sequence[tuple[float, int]]) -> Calibration | None:
-    """Platt scaling of out-of-fold first-item scores (None with a single class)."""
-    if len({y for _, y in top}) < 2:
-        return None
-    from sklearn.linear_model import LogisticRegression
-
-    x = np.array([[s] for s, _ in top])
-    y = np.array([t for _, t in top])
-    m = LogisticRegression(C=100.0, max_iter=1000).fit(x, y)
-    return Calibration(float(m.coef_[0][0]), float(m.intercept_[0]))
+def calibrate(top: Sequence[tuple[float, int]]) -> Calibration:
+    """Platt scaling of out-of-fold first-item scores (:func:`spider.learn.platt.fit_platt`:
+    flat at a single class)."""
+    return fit_platt(np.array([s for s, _ in top]), np.array([t for _, t in top]))
 
 
 def cross_validate(
@@ -203,7 +232,7 @@ def cross_validate(
     key: str = "R@20",
     folds: int = 0,
     weak: Sequence[CorpusRow] = (),
-) -> tuple[Params, dict[str, Any], Calibration | None]:
+) -> tuple[Params, dict[str, Any], Calibration]:
     """The grid point with the best leave-repository-out ``key`` (MRR@20 breaks ties),
     every point's figures, and the chosen point's out-of-fold calibration."""
     if len({r.repo for r in rows}) < 2:
@@ -250,3 +279,29 @@ def learning_curve(
         m = mean_metrics(after)
         out.append({"share": share, "R@20": m["R@20"], "MRR@20": m["MRR@20"]})
     return out
+
+
+COMMENT = (
+    "Fitted by `spider train ranker` on the training corpus (other projects' fixes; never a "
+    "benchmark repository). See README."
+)
+
+
+def write_ranker(path: Path, model: PoolRanker, cv: Mapping[str, Any], command: str) -> Path:
+    """Write the model file (``cv`` as :func:`cross_validate` returns it, with ``data`` and
+    optionally ``weak`` and ``learning_curve`` added by the command)."""
+    import lightgbm
+
+    provenance = Provenance(
+        command=command,
+        comment=COMMENT,
+        cv={k: cv["chosen"][k] for k in ("instances", "first_stage", "ranker")},
+        extra={
+            "lightgbm": lightgbm.__version__,
+            "params": cv["chosen"]["params"],
+            "learning_curve": cv.get("learning_curve"),
+            "trained_on": cv["data"],
+            "weak": cv.get("weak"),
+        },
+    )
+    return write_model_file(path, model, provenance)

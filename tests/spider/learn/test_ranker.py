@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from spider.calibration import Calibration
 from spider.errors import InputError, WeightsFormatError
 from spider.features import RANKER_FEATURES
-from spider.pool_rank import Calibration, PoolRanker, TreeEnsemble, dump_ranker
-from spider.train.corpus import CorpusRow
-from spider.train.fit_ranker import (
+from spider.learn.corpus import CorpusRow
+from spider.learn.platt import fit_platt
+from spider.learn.ranker import (
     Params,
     cross_validate,
     fit,
@@ -23,6 +24,7 @@ from spider.train.fit_ranker import (
     training_rows,
     with_weak,
 )
+from spider.pool_rank import PoolRanker, TreeEnsemble, dump_ranker
 
 RANK = RANKER_FEATURES.index("log_rank")
 BODY = RANKER_FEATURES.index("body_terms")
@@ -69,7 +71,27 @@ def test_loro_cv_reports_both_orders_and_a_calibration() -> None:
     assert set(chosen["by_repo"]) == {"o/r0", "o/r1", "o/r2", "o/r3"}
     assert chosen["first_stage"]["R@5"] == 0.0  # the edited one is at rank 10..19
     assert chosen["ranker"]["R@5"] > 0.9
-    assert cal is not None or chosen["ranker"]["R@1"] in (0.0, 1.0)
+    # every out-of-fold first item is the edited one: a single class, the curve flat at it
+    assert chosen["ranker"]["R@1"] == 1.0
+    assert cal == Calibration(0.0, 30.0) and cal.probability(-5.0) == pytest.approx(1.0)
+
+
+def _blind(seed: int, repo: str) -> CorpusRow:
+    """Like ``_row``, but no candidate holds the issue's code words: nothing to learn."""
+    row = _row(seed, repo)
+    x = row.x.copy()
+    x[:, BODY] = np.random.default_rng(seed).uniform(0, 1, size=len(x))
+    return replace(row, x=x, instance_id=f"b{seed}")
+
+
+def test_the_calibration_is_platt_of_the_chosen_points_out_of_fold_first_items() -> None:
+    rows = [*ROWS, *(_blind(100 + i, f"o/r{i % 4}") for i in range(12))]
+    _params, cv, cal = cross_validate(rows, SMALL)
+    assert 0.0 < cv["chosen"]["ranker"]["R@1"] < 1.0  # the first item is right sometimes
+    _report, top = loro(rows, SMALL[0])
+    assert cal == fit_platt(np.array([s for s, _ in top]), np.array([y for _, y in top]))
+    assert cal.slope > 0  # a higher ranker score: likelier the edited function
+    assert 0.0 < cal.probability(float(np.median([s for s, _ in top]))) < 1.0
 
 
 def test_the_prior_keeps_the_first_stage_order_where_trees_are_silent() -> None:

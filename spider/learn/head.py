@@ -1,6 +1,6 @@
 """Fit the head model of ``spider.rerank`` by grouped cross-validation on dev data only.
 
-    spider bench fit-rerank --dataset FILE --repos TEMPLATE --out DIR [--write-weights]
+    spider train head --dataset FILE --repos TEMPLATE --out DIR [--write-weights]
 
 Per instance the default first stage runs once without re-ranking, and the features of its
 top ``POOL`` functions are stored with their labels (``DIR/<instance>.npz``; the expensive
@@ -22,22 +22,24 @@ from typing import Any
 
 import numpy as np
 
-from spider.bench.cv import leave_one_repository_out
-from spider.bench.dataset import Instance
-from spider.bench.run import RepoResolver, index_instance
+from spider.dataset import Instance
 from spider.errors import InputError
 from spider.features import HEAD_FEATURES as FEATURES
 from spider.features import head_features
+from spider.learn.cv import leave_one_repository_out
+from spider.learn.estimator import Logistic
+from spider.learn.model_file import Provenance, WeightsBody, write_model_file
 from spider.rerank import WEIGHTS_KIND, RerankWeights
 from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
-from spider.weights import dump_weights
+from spider.snapshot import RepoResolver, index_instance
 
 log = logging.getLogger(__name__)
 
 MIN_REPOS = 3  # nested CV: an outer fold holds one out, the inner choice needs two more
 POOL = 100  # first-stage items per instance collected (the most any grid point uses)
 L2_C = 0.1  # inverse L2 strength on standardised features (the grid's usual choice)
+MAX_ITER = 5000  # lbfgs iterations: small C on many features converges slowly
 GRID: tuple[tuple[int, float], ...] = tuple(
     (pool, c) for pool in (20, 50, 100) for c in (0.003, 0.01, 0.03, 0.1, 1.0)
 )  # (items per instance that teach the model, inverse L2 strength)
@@ -79,19 +81,12 @@ def collect(
 
 def fit(rows: Sequence[dict[str, Any]], c: float = L2_C, pool: int = POOL) -> RerankWeights:
     """Logistic fit on the top ``pool`` items of each row (standardised features),
-    returned on the raw feature scale."""
-    from sklearn.linear_model import LogisticRegression
-
+    returned on the raw feature scale. Nothing edited among these items: a flat model,
+    and the fused order stands."""
     x = np.vstack([r["x"][:pool] for r in rows])
     y = np.concatenate([r["y"][:pool] for r in rows]).astype(int)
-    if len(set(y.tolist())) < 2:  # nothing edited among these items: keep the fused order
-        return RerankWeights(coef=dict.fromkeys(FEATURES, 0.0), bias=-30.0)
-    mu, sd = x.mean(0), x.std(0)
-    sd[sd == 0] = 1.0
-    model = LogisticRegression(C=c, max_iter=5000).fit((x - mu) / sd, y)
-    w = model.coef_[0] / sd
-    bias = float(model.intercept_[0] - (w * mu).sum())
-    return RerankWeights(coef={n: float(v) for n, v in zip(FEATURES, w, strict=True)}, bias=bias)
+    model = Logistic(c=c, max_iter=MAX_ITER, standardise=True).fit(x, y)
+    return RerankWeights(coef=model.named(FEATURES), bias=model.intercept)
 
 
 def _mrr(labels: np.ndarray, k: int) -> float:
@@ -165,17 +160,15 @@ def cross_validate(
     }
 
 
+COMMENT = "Fitted by `spider train head` on the dev set only; see README."
+
+
 def write_weights(weights: RerankWeights, cv: dict[str, Any], command: str, path: Path) -> None:
     """Write the weights file ``spider.rerank`` ships with."""
-    data = {
-        "comment": "Fitted by `spider bench fit-rerank` on the dev set only; see README.",
-        "command": command,
-        "cv": {k: v for k, v in cv.items() if k != "by_repo"},
-    }
-    dump_weights(
-        path,
+    body = WeightsBody(
         kind=WEIGHTS_KIND,
         sections={"coef": {n: round(v, 5) for n, v in weights.coef.items()}},
         scalars={"bias": round(weights.bias, 5)},
-        meta=data,
     )
+    figures = {k: v for k, v in cv.items() if k != "by_repo"}
+    write_model_file(path, body, Provenance(command=command, comment=COMMENT, cv=figures))

@@ -24,15 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from spider.bench.cv import repository_folds
-from spider.bench.dataset import Instance
+from spider.dataset import Instance
 from spider.errors import InputError
+from spider.learn.corpus import BENCHMARK_REPOS
+from spider.learn.cv import repository_folds
+from spider.learn.model_file import Provenance, write_model_file
+from spider.learn.ranker import mean_metrics, metrics
 from spider.retrieve.adapter import QueryAdapter
 from spider.retrieve.dense import Encoder
 from spider.retrieve.query import best_cosine, issue_windows
 from spider.settings import EngineSettings
-from spider.train.corpus import BENCHMARK_REPOS
-from spider.train.fit_ranker import mean_metrics, metrics
 
 log = logging.getLogger(__name__)
 
@@ -236,3 +237,24 @@ def cross_validate(
         "chosen": {**best, "identity": identity},
         "pays": all(best["adapter"][k] > identity[k] for k in ("R@20", "MRR@20")),
     }
+
+
+COMMENT = (
+    "Fitted by `spider train encoder` on the training corpus (other projects' fixes; never a "
+    "benchmark repository). See README."
+)
+
+
+def write_adapter(
+    path: Path, matrix: np.ndarray, cv: Mapping[str, Any], command: str, model: str
+) -> Path:
+    """Write the query adapter file (``cv`` as :func:`cross_validate` returns it; ``model``
+    names the encoder whose queries it maps)."""
+    provenance = Provenance(
+        command=command,
+        comment=COMMENT,
+        cv={k: cv[k] for k in ("instances", "repositories", "identity", "pays")}
+        | {"adapter": cv["chosen"]["adapter"]},
+        extra={"params": cv["chosen"]["params"], "model": model},
+    )
+    return write_model_file(path, QueryAdapter(matrix), provenance)

@@ -1,11 +1,12 @@
-"""Fit the offline selector's coefficients by grouped cross-validation on dev data.
+"""Fit the offline selector's coefficients by grouped cross-validation.
 
-    spider bench fit --dataset FILE --repos TEMPLATE --out DIR [--write-weights]
+    spider train selector --dataset FILE --repos TEMPLATE --out DIR [--corpus DIR] [--write-weights]
 
 For every instance the default first stage is run once and the SpIDER neighbourhoods of
 its centres are gathered with their features (the expensive part; cached in
 ``DIR/fit-data.jsonl``). Two logistic models are fitted: p(edited | first-stage rank) for
-plain ranked items, and p(edited | neighbour features). Only the dev data given is used.
+plain ranked items, and p(edited | neighbour features). Only the instances given are used
+(a training corpus's, or dev data).
 
 The admission margin follows the paper's η > τ condition, measured by leave-one-repository-
 out CV of the simulated exchange: η is the share of admitted neighbours (items the exchange
@@ -28,24 +29,26 @@ from typing import Any
 
 import numpy as np
 
-from spider.bench.cv import leave_one_repository_out
-from spider.bench.dataset import Instance
-from spider.bench.metrics import aggregate, dedupe, score_instance
-from spider.bench.run import RepoResolver, index_instance
+from spider.dataset import Instance
 from spider.errors import SpiderError
 from spider.features import NEIGHBOUR_FEATURES, log_rank, pool_features
 from spider.ids import graph_ids_for, normalise_id
+from spider.learn.cv import leave_one_repository_out
+from spider.learn.estimator import Logistic
+from spider.learn.model_file import Provenance, WeightsBody, write_model_file
+from spider.metrics import aggregate, dedupe, score_instance
 from spider.models import Issue
 from spider.select.base import Candidate, SelectionRequest
 from spider.select.exchange import exchange
 from spider.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights
 from spider.settings import EngineSettings
-from spider.weights import dump_weights
+from spider.snapshot import RepoResolver, index_instance
 
 log = logging.getLogger(__name__)
 
 FIT_DATA = "fit-data.jsonl"
 L2_C = 1.0  # inverse regularisation strength of both logistic fits
+NEIGHBOUR_MAX_ITER = 2000  # the neighbour model has more features than the rank model
 MARGINS = (-1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)  # log-odds grid, ascending
 RATE_DIGITS = 4  # η, τ and recall as written into the weights file
 RANKED_SAMPLE = 500  # first-stage ranks per instance used to fit p(edited | rank)
@@ -249,23 +252,15 @@ def _rows(
 
 
 def fit_weights(records: Sequence[FitRecord], k: int, margin: float = 0.0) -> OfflineWeights:
-    """Logistic fits of both models on ``records``."""
-    from sklearn.linear_model import LogisticRegression
-
+    """Logistic fits of both models on ``records`` (a model that saw a single class is flat
+    at it: no edited neighbour, the selector admits nothing)."""
     xn, yn, xr, yr = _rows(records, k)
-    ranked_model = LogisticRegression(C=L2_C, max_iter=1000).fit(xr, yr)
-    ranked = {
-        "bias": float(ranked_model.intercept_[0]),
-        "log_rank": float(ranked_model.coef_[0][0]),
-    }
-    if len(set(yn.tolist())) < 2:
-        neighbour = {"bias": -30.0}  # no positive example: admit nothing
-    else:
-        nb_model = LogisticRegression(C=L2_C, max_iter=2000).fit(xn, yn)
-        neighbour = {"bias": float(nb_model.intercept_[0])}
-        neighbour.update(
-            {n: float(w) for n, w in zip(NEIGHBOUR_FEATURES, nb_model.coef_[0], strict=True)}
-        )
+    ranked_model = Logistic(c=L2_C).fit(xr, yr)
+    ranked = {"bias": ranked_model.intercept, "log_rank": float(ranked_model.coef[0])}
+    nb_model = Logistic(c=L2_C, max_iter=NEIGHBOUR_MAX_ITER).fit(
+        xn.reshape(-1, len(NEIGHBOUR_FEATURES)), yn
+    )
+    neighbour = {"bias": nb_model.intercept, **nb_model.named(NEIGHBOUR_FEATURES)}
     return OfflineWeights(neighbour=neighbour, ranked=ranked, margin=margin)
 
 
@@ -377,7 +372,7 @@ def margin_grid(cv: dict[str, Any], k: int = 20) -> list[dict[str, Any]]:
 
 
 def describe_cv(cv: dict[str, Any], k: int = 20) -> str:
-    """The CV report as printed by ``spider bench fit``: the margin grid, then the choice."""
+    """The CV report as printed by ``spider train selector``: the margin grid, then the choice."""
 
     def cell(x: float | None) -> str:
         return "–" if x is None else f"{x:.3f}"
@@ -403,36 +398,38 @@ def fit_chosen(records: Sequence[FitRecord], cv: dict[str, Any], k: int) -> Offl
     return fit_weights(records, k, margin=cv["margin"])
 
 
+COMMENT = "Fitted by `spider train selector` on the dev set only; see README."
+CORPUS_COMMENT = (
+    "Fitted by `spider train selector` on the training corpus (other projects' fixed issues, "
+    "centres from the shipped pool ranker); see README."
+)
+
+
 def write_weights(
     weights: OfflineWeights,
     cv: dict[str, Any],
     command: str,
     path: Path,
-    comment: str = "Fitted by `spider bench fit` on the dev set only; see README.",
+    comment: str = COMMENT,
 ) -> None:
     """Write the weights file the offline selector ships with (CV figures in ``cv``)."""
     k_key = "R@20"
     chosen = cv["by_margin"][str(cv["margin"])]
-    data = {
-        "comment": comment,
-        "command": command,
-        "cv": {
-            "instances": cv["instances"],
-            "folds": "leave one repository out",
-            k_key + " first stage": round(cv["first_stage"][k_key], RATE_DIGITS),
-            k_key + " offline (cv)": round(chosen[k_key], RATE_DIGITS),
-            k_key + " oracle": round(cv["oracle"][k_key], RATE_DIGITS),
-            "margin rule": cv["rule"],
-            "margin rule met": cv["rule_met"],
-            "margin reason": cv["reason"],
-            "eta": chosen["eta"],
-            "tau": chosen["tau"],
-            "admissions": chosen["admitted"],
-            "grid": margin_grid(cv),
-        },
+    figures = {
+        "instances": cv["instances"],
+        "folds": "leave one repository out",
+        k_key + " first stage": round(cv["first_stage"][k_key], RATE_DIGITS),
+        k_key + " offline (cv)": round(chosen[k_key], RATE_DIGITS),
+        k_key + " oracle": round(cv["oracle"][k_key], RATE_DIGITS),
+        "margin rule": cv["rule"],
+        "margin rule met": cv["rule_met"],
+        "margin reason": cv["reason"],
+        "eta": chosen["eta"],
+        "tau": chosen["tau"],
+        "admissions": chosen["admitted"],
+        "grid": margin_grid(cv),
     }
-    dump_weights(
-        path,
+    body = WeightsBody(
         kind=WEIGHTS_KIND,
         sections={
             "neighbour": {n: round(v, 5) for n, v in weights.neighbour.items()},
@@ -440,8 +437,8 @@ def write_weights(
         },
         # the rule not met: the selector admits nothing, whatever the all-data fit scores
         scalars={"margin": weights.margin, "admits": 1.0 if cv["rule_met"] else 0.0},
-        meta=data,
     )
+    write_model_file(path, body, Provenance(command=command, comment=comment, cv=figures))
 
 
 __all__ = [

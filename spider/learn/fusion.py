@@ -1,6 +1,6 @@
 """Choose the first-stage fusion weights by grid search with leave-one-repository-out CV.
 
-    spider bench tune --dataset FILE --repos TEMPLATE --out DIR [--only-repo ...]
+    spider train fusion --dataset FILE --repos TEMPLATE --out DIR [--only-repo ...]
 
 Per instance the raw rankings are computed once (dense and BM25 rank of every function,
 file-level BM25 rank, issue-signal strength) and cached in ``DIR/tune-data.npz`` files;
@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from spider.bench.cv import leave_one_repository_out
-from spider.bench.dataset import Instance
-from spider.bench.run import RepoResolver, index_instance
+from spider.dataset import Instance
+from spider.learn.cv import leave_one_repository_out
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
 from spider.retrieve.query import best_cosine, issue_queries
 from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
 from spider.settings import EngineSettings
+from spider.snapshot import RepoResolver, index_instance
 
 log = logging.getLogger(__name__)
 

@@ -8,11 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spider.bench.dataset import Instance
-from spider.bench.run import template_resolver
+from spider.dataset import Instance
 from spider.features import RANKER_FEATURES
-from spider.settings import EngineSettings
-from spider.train.corpus import (
+from spider.learn.corpus import (
     DEFAULT_POOL,
     build_corpus,
     dedupe_by_text,
@@ -20,6 +18,8 @@ from spider.train.corpus import (
     read_corpus,
     read_row,
 )
+from spider.settings import EngineSettings
+from spider.snapshot import template_resolver
 from tests.spider.bench.helpers import commit_files, init_repo
 from tests.spider.shop import FILES
 

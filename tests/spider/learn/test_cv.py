@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spider.bench.cv import leave_one_repository_out, repository_folds
 from spider.errors import InputError
+from spider.learn.cv import leave_one_repository_out, repository_folds
 
 
 def test_folds_hold_out_each_repository_in_sorted_order() -> None:

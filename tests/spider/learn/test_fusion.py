@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spider.bench.tune import cross_validate, fused, score
+from spider.learn.fusion import cross_validate, fused, score
 
 
 def _row(repo: str, gt_index: int) -> dict[str, object]:

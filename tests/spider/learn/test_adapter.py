@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from spider.errors import InvalidSetting, WeightsFormatError
-from spider.retrieve.adapter import QueryAdapter, adapter_path, dump_adapter, load_adapter
-from spider.train.fit_adapter import (
+from spider.learn.adapter import (
     AdapterParams,
     AdapterRow,
     adapter_rows,
@@ -17,6 +16,7 @@ from spider.train.fit_adapter import (
     evaluate,
     fit_adapter,
 )
+from spider.retrieve.adapter import QueryAdapter, adapter_path, dump_adapter, load_adapter
 
 DIM = 8
 TEACH = AdapterParams(l2=0.0, epochs=40, lr=0.05, batch=8)

@@ -6,7 +6,14 @@ import json
 import math
 from pathlib import Path
 
-from spider.bench.fit import FitRecord, cross_validate, fit_weights, oracle, simulate, write_weights
+from spider.learn.selector import (
+    FitRecord,
+    cross_validate,
+    fit_weights,
+    oracle,
+    simulate,
+    write_weights,
+)
 from spider.select.offline import OfflineWeights
 
 
@@ -54,14 +61,14 @@ def test_fit_learns_a_positive_same_class_weight_and_cv_reports_each_fold(tmp_pa
     assert cv["instances"] == 12
     assert set(cv["by_margin"]) and str(cv["margin"]) in cv["by_margin"]
     out = tmp_path / "w.json"
-    write_weights(w, cv, "spider bench fit ...", out)
+    write_weights(w, cv, "spider train selector ...", out)
     data = json.loads(out.read_text())
     assert data["neighbour"]["same_class"] > 0 and "R@20 oracle" in data["cv"]
     assert OfflineWeights.load(out).margin == w.margin
 
 
 def test_the_margin_is_the_smallest_with_eta_above_tau() -> None:
-    from spider.bench.fit import Swaps, choose_margin
+    from spider.learn.selector import Swaps, choose_margin
 
     grid = {
         -1.0: Swaps(admitted=10, admitted_in_gt=1, evicted=10, evicted_in_gt=2),  # η < τ
@@ -74,7 +81,7 @@ def test_the_margin_is_the_smallest_with_eta_above_tau() -> None:
 
 
 def test_a_margin_that_costs_recall_is_passed_over() -> None:
-    from spider.bench.fit import Swaps, choose_margin
+    from spider.learn.selector import Swaps, choose_margin
 
     grid = {
         0.0: Swaps(admitted=40, admitted_in_gt=4, evicted=40, evicted_in_gt=3),  # η > τ
@@ -87,7 +94,7 @@ def test_a_margin_that_costs_recall_is_passed_over() -> None:
 
 
 def test_no_margin_with_eta_above_tau_admits_nothing_and_says_so() -> None:
-    from spider.bench.fit import Swaps, choose_margin
+    from spider.learn.selector import Swaps, choose_margin
 
     grid = {
         0.0: Swaps(admitted=5, admitted_in_gt=0, evicted=5, evicted_in_gt=1),
@@ -103,7 +110,7 @@ def test_no_margin_with_eta_above_tau_admits_nothing_and_says_so() -> None:
 def test_cv_reports_eta_tau_and_admissions_and_the_weights_file_keeps_them(
     tmp_path: Path,
 ) -> None:
-    from spider.bench.fit import MARGINS, describe_cv, fit_chosen
+    from spider.learn.selector import MARGINS, describe_cv, fit_chosen
 
     cv = cross_validate(RECORDS, 20)
     for m in MARGINS:
@@ -123,8 +130,18 @@ def test_cv_reports_eta_tau_and_admissions_and_the_weights_file_keeps_them(
     w = fit_chosen(RECORDS, cv, 20)
     assert w.margin == cv["margin"]
     out = tmp_path / "w.json"
-    write_weights(w, cv, "spider bench fit ...", out)
+    write_weights(w, cv, "spider train selector ...", out)
     meta = json.loads(out.read_text())["cv"]
     assert meta["eta"] == chosen["eta"] and meta["admissions"] == chosen["admitted"]
     assert [g["margin"] for g in meta["grid"]] == list(MARGINS)
     assert meta["margin rule met"] == cv["rule_met"]
+
+
+def test_no_edited_neighbour_fits_a_selector_that_admits_nothing() -> None:
+    from spider.features import NEIGHBOUR_FEATURES
+
+    plain = [_record(i, f"o/r{i % 3}", good_neighbour=False) for i in range(6)]
+    w = fit_weights(plain, 20)
+    assert w.neighbour == {"bias": -30.0, **dict.fromkeys(NEIGHBOUR_FEATURES, 0.0)}
+    rec = _record(0, "o/r", good_neighbour=True)  # even where a neighbour is the fix
+    assert simulate(rec, w, 20) == simulate(rec, None, 20)

@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from spider.bench.dataset import Instance
-from spider.bench.run import RepoResolver, index_instance
+from spider.dataset import Instance
 from spider.errors import InputError, SpiderError
 from spider.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.ids import graph_ids_for
 from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
+from spider.snapshot import RepoResolver, index_instance
 
 log = logging.getLogger(__name__)
 

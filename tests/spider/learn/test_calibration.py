@@ -8,15 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spider.bench.calibrate import (
+from spider.calibration import Calibration
+from spider.errors import WeightsFormatError
+from spider.features import HEAD_FEATURES
+from spider.learn.calibration import (
     cross_validate,
     fit_platt,
     head_rows,
     reliability,
     write_calibration,
 )
-from spider.errors import WeightsFormatError
-from spider.features import HEAD_FEATURES
 from spider.rerank import HeadCalibration, RerankWeights, default_weights
 
 K = 20
@@ -60,14 +61,14 @@ def test_reliability_bins() -> None:
 
 def test_no_positive_is_a_zero_probability() -> None:
     rows = [{**r, "y": np.zeros(K, dtype=bool)} for r in _rows()]
-    slope, intercept = fit_platt(head_rows(rows, K))
-    assert slope == 0.0 and intercept == -30.0
+    cal = fit_platt(head_rows(rows, K))
+    assert cal == Calibration(0.0, -30.0) and cal.probability(10.0) < 1e-12
 
 
 def test_the_file_is_tied_to_the_head_weights(tmp_path: Path) -> None:
     cv = cross_validate(_rows(), K)
     path = tmp_path / "cal.json"
-    write_calibration(cv, "spider bench calibrate ...", path)
+    write_calibration(cv, "spider train calibration ...", path)
     cal = HeadCalibration.load(path)
     assert cal.fingerprint == default_weights().fingerprint()
     assert cal.slope == cv["slope"] and 0.0 < cal.probability(0.0) < 1.0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from spider.bench.fit_rerank import FEATURES, cross_validate, fit, reordered_mrr, write_weights
+from spider.learn.head import FEATURES, cross_validate, fit, reordered_mrr, write_weights
 from spider.rerank import RerankWeights
 
 LINES = FEATURES.index("log_lines")
@@ -56,7 +56,14 @@ def test_nested_choice_is_made_inside_each_fold() -> None:
 def test_weights_file_round_trips(tmp_path: Path) -> None:
     w = fit(ROWS, c=1.0)
     path = tmp_path / "w.json"
-    write_weights(w, cross_validate(ROWS, 20, grid=[(30, 1.0)]), "spider bench fit-rerank ...", path)
+    write_weights(w, cross_validate(ROWS, 20, grid=[(30, 1.0)]), "spider train head ...", path)
     back = RerankWeights.load(path)
-    assert back.meta["command"] == "spider bench fit-rerank ..."
+    assert back.meta["command"] == "spider train head ..."
     assert np.allclose(back.logits(ROWS[1]["x"]), w.logits(ROWS[1]["x"]), atol=1e-3)
+
+
+def test_nothing_edited_in_the_pool_keeps_the_fused_order() -> None:
+    blank = [{**r, "y": np.zeros_like(r["y"])} for r in ROWS]
+    w = fit(blank, c=1.0, pool=30)
+    assert w.bias == -30.0 and set(w.coef.values()) == {0.0}
+    assert reordered_mrr(ROWS[0], w, 20) == reordered_mrr(ROWS[0], None, 20)

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from spider.bench.dataset import write_dataset
 from spider.cli import app
+from spider.dataset import write_dataset
 from spider.pool_rank import PoolRanker
 from spider.retrieve.adapter import QueryAdapter
 from spider.select.offline import OfflineWeights
 from tests.spider.bench.helpers import commit_files, init_repo
-from tests.spider.train.test_corpus import FILES, _inst
+from tests.spider.learn.test_corpus import FILES, _inst
 
 runner = CliRunner()
 

@@ -6,7 +6,7 @@ over the head logit) on dev data by leave-one-repository-out cross-validation, r
 the reliability curve of the out-of-fold probabilities, and what a confidence bar would
 do: the share of issues it silences and how many of those the list had right.
 
-It reuses ``spider bench fit-rerank``'s collected features (the first stage's top items
+It reuses ``spider train head``'s collected features (the first stage's top items
 and their labels per instance), scored with the shipped head weights.
 """
 
@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from spider.bench.cv import leave_one_repository_out
+from spider.calibration import Calibration
+from spider.learn.cv import leave_one_repository_out
+from spider.learn.model_file import Provenance, WeightsBody, write_model_file
+from spider.learn.platt import fit_platt as platt
 from spider.rerank import CALIBRATION_KIND, RerankWeights, default_weights
-from spider.weights import dump_weights
 
 BINS = 10  # reliability curve: equal-width probability bins
 BARS = (0.05, 0.1, 0.15, 0.2, 0.3)  # confidence bars whose effect is reported
-L2_C = 100.0  # two parameters, hundreds of points: almost no regularisation
 
 
 @dataclass(frozen=True)
@@ -58,20 +59,12 @@ def head_rows(
     return out
 
 
-def fit_platt(heads: Sequence[HeadRow]) -> tuple[float, float]:
-    """(slope, intercept) of P(edited | head logit), over every head item of ``heads``."""
-    from sklearn.linear_model import LogisticRegression
-
-    x = np.concatenate([h.logits for h in heads]).reshape(-1, 1)
+def fit_platt(heads: Sequence[HeadRow]) -> Calibration:
+    """Platt scaling of P(edited | head logit) over every head item of ``heads``
+    (:func:`spider.learn.platt.fit_platt`: flat at a single class)."""
+    x = np.concatenate([h.logits for h in heads])
     y = np.concatenate([h.labels for h in heads])
-    if len(set(y.tolist())) < 2:
-        return 0.0, -30.0
-    model = LogisticRegression(C=L2_C, max_iter=1000).fit(x, y)
-    return float(model.coef_[0][0]), float(model.intercept_[0])
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+    return platt(x, y)
 
 
 def reliability(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> list[dict[str, float]]:
@@ -103,9 +96,9 @@ def cross_validate(rows: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
     heads = head_rows(rows, k)
     first_p, first_y, any_y, all_p, all_y = [], [], [], [], []
     for _held, train, test in leave_one_repository_out(heads, lambda h: h.repo):
-        slope, intercept = fit_platt(train)
+        cal = fit_platt(train)
         for h in test:
-            p = _sigmoid(slope * h.logits + intercept)
+            p = cal.probabilities(h.logits)
             first_p.append(float(p[0]))
             first_y.append(int(h.labels[0]))
             any_y.append(int(h.labels.any()))
@@ -128,7 +121,7 @@ def cross_validate(rows: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
                 else None,
             }
         )
-    slope, intercept = fit_platt(heads)
+    cal = fit_platt(heads)
     return {
         "instances": len(heads),
         "repositories": len({h.repo for h in heads}),
@@ -148,8 +141,8 @@ def cross_validate(rows: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
             "reliability": reliability(pa, yall),
         },
         "bars": bars,
-        "slope": round(slope, 5),
-        "intercept": round(intercept, 5),
+        "slope": round(cal.slope, 5),
+        "intercept": round(cal.intercept, 5),
     }
 
 
@@ -178,22 +171,31 @@ def describe(cv: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+COMMENT = "Platt scaling of the head logit by `spider train calibration` on dev data; see README."
+
+
 def write_calibration(cv: dict[str, Any], command: str, path: Path) -> None:
     """Write the calibration the engine ships (tied to the shipped head weights)."""
-    dump_weights(
-        path,
+    body = WeightsBody(
         kind=CALIBRATION_KIND,
         sections={},
         scalars={"slope": cv["slope"], "intercept": cv["intercept"]},
-        meta={
-            "comment": "Platt scaling of the head logit by `spider bench calibrate` on dev data;"
-            " see README.",
-            "command": command,
-            "fingerprint": default_weights().fingerprint(),
-            "cv": {key: v for key, v in cv.items() if key not in ("slope", "intercept")},
-        },
     )
+    provenance = Provenance(
+        command=command,
+        comment=COMMENT,
+        cv={key: v for key, v in cv.items() if key not in ("slope", "intercept")},
+        extra={"fingerprint": default_weights().fingerprint()},
+    )
+    write_model_file(path, body, provenance)
 
 
-__all__ = ["HeadRow", "cross_validate", "describe", "fit_platt", "head_rows", "reliability",
-           "write_calibration"]
+__all__ = [
+    "HeadRow",
+    "cross_validate",
+    "describe",
+    "fit_platt",
+    "head_rows",
+    "reliability",
+    "write_calibration",
+]

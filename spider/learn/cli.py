@@ -1,0 +1,471 @@
+"""``spider train``: build the training corpus and fit every learned model of the engine.
+
+spider train corpus --dataset FILE [--dataset FILE ...] --repos TEMPLATE --out DIR
+spider train ranker --corpus DIR [--weak-corpus DIR] [--out FILE] [--write-weights]
+spider train encoder --corpus DIR --dataset FILE [--folds K] [--write-weights]
+spider train selector --dataset FILE --repos TEMPLATE --out DIR [--corpus DIR] [--write-weights]
+spider train head --dataset FILE --repos TEMPLATE --out DIR [--write-weights]
+spider train calibration --dataset FILE --repos TEMPLATE --out DIR [--write-weights]
+spider train fusion --dataset FILE --repos TEMPLATE --out DIR
+
+The last four collect per-instance data from repositories at their base commits, choose
+by leave-one-repository-out cross-validation and (with ``--write-weights``) fit on every
+instance: one body, :func:`run_fit`, for all of them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Generic, TypeVar
+
+import numpy as np
+import typer
+
+from spider.cli_common import (
+    CacheOpt,
+    DatasetsOpt,
+    KOpt,
+    OnlyRepoOpt,
+    ReposOpt,
+    SkipRepoOpt,
+    WeightsFileOpt,
+    WriteWeightsOpt,
+    command_line,
+    engine_settings,
+    exit_error,
+    split_csv,
+)
+from spider.dataset import Instance, read_dataset, select_instances
+from spider.errors import SpiderError
+from spider.settings import EngineSettings
+from spider.snapshot import RepoResolver, template_resolver
+
+GROUP = "train"  # the command group: `spider train ...` in every recorded command line
+DEFAULT_K = 20  # the budget K the fits are scored at (EngineSettings' default)
+# spider.learn.corpus's defaults, repeated (a test keeps them equal): importing the corpus
+# module would load the first stage (numpy, scipy, bm25s) into every `spider` start
+DEFAULT_POOL = 200
+DEFAULT_MAX_PER_REPO = 40
+_T = TypeVar("_T")  # one collected instance of a fitting command
+_W = TypeVar("_W")  # the weights a fitting command writes
+
+CorpusDirs = Annotated[
+    list[Path], typer.Option("--corpus", "-c", help="a `train corpus` folder (repeatable: pooled)")
+]
+ReportFile = Annotated[
+    Path | None, typer.Option("--out", "-o", help="write the CV report here (JSON)")
+]
+OutDir = Annotated[
+    Path, typer.Option("--out", "-o", help="collected data (resumable) and the CV report")
+]
+PoolOpt = Annotated[
+    int, typer.Option(help="candidates kept per instance (the corpus's pool: the cold path's too)")
+]
+MaxPerRepoOpt = Annotated[int, typer.Option(help="instances per repository at most")]
+
+train_app = typer.Typer(
+    help="Learn the engine's models: the training corpus, the pool ranker, the query encoder, "
+    "the selector, the head model, its calibration and the fusion weights.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@dataclass(frozen=True)
+class Fitting(Generic[_T, _W]):
+    """What a fitting command declares; :func:`run_fit` does the rest."""
+
+    collect: Callable[[Sequence[Instance], RepoResolver, EngineSettings, Path], list[_T]]
+    cross_validate: Callable[[list[_T], int], dict[str, Any]]  # leave-one-repository-out
+    cv_file: str  # the CV report, written into --out
+    describe: Callable[[dict[str, Any]], str] = lambda cv: json.dumps(cv, indent=2)
+    weights: Callable[[list[_T], dict[str, Any], int], _W] | None = None  # fit on everything
+    write: Callable[[_W, dict[str, Any], str, Path], None] | None = None
+    weights_file: Path | None = None  # the shipped file --write-weights replaces
+    min_repos: int = 2  # leave-one-repository-out needs one to hold out and one to fit on
+
+
+def run_fit(
+    spec: Fitting[_T, _W],
+    rows: Sequence[Instance],
+    resolve: RepoResolver,
+    settings: EngineSettings,
+    out: Path,
+    *,
+    write_weights: bool = False,
+    weights_file: Path | None = None,
+) -> None:
+    """Collect ``rows``, run the CV, write its report into ``out``, print it and, with
+    ``write_weights``, fit on every instance and write the model file (``weights_file``,
+    else the shipped one). Too few repositories, or nothing collected, is a clean error."""
+    found = sorted({r.repo for r in rows})
+    if rows and len(found) < spec.min_repos:
+        raise exit_error(
+            f"leave-one-repository-out CV needs instances from at least {spec.min_repos} "
+            f"repositories; --only-repo leaves {', '.join(found)}"
+        )
+    try:
+        data = spec.collect(rows, resolve, settings, out)
+        if not data:
+            raise exit_error("no instance could be collected")
+        cv = spec.cross_validate(data, settings.k)
+    except SpiderError as exc:
+        raise exit_error(str(exc)) from exc
+    (out / spec.cv_file).write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")
+    typer.echo(spec.describe(cv))
+    target = weights_file or spec.weights_file
+    if write_weights and spec.weights and spec.write and target:
+        spec.write(spec.weights(data, cv, settings.k), cv, command_line(GROUP), target)
+        typer.echo(f"wrote {target}")
+
+
+def _instances(
+    dataset: Sequence[Path], only_repo: str | None, skip_repo: str | None = None
+) -> list[Instance]:
+    """The rows of every dataset, ``--only-repo`` kept (in its order), ``--skip-repo`` not;
+    an unreadable dataset is a clean error."""
+    try:
+        rows = [i for d in dataset for i in read_dataset(d)]
+    except SpiderError as exc:
+        raise exit_error(str(exc)) from exc
+    rows = select_instances(rows, repos=split_csv(only_repo))
+    skip = set(split_csv(skip_repo) or [])
+    return [r for r in rows if r.repo not in skip]
+
+
+@train_app.command("corpus")
+def corpus(
+    dataset: DatasetsOpt,
+    repos: ReposOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="corpus folder (resumable)")],
+    pool: PoolOpt = DEFAULT_POOL,
+    max_per_repo: MaxPerRepoOpt = DEFAULT_MAX_PER_REPO,
+    only_repo: OnlyRepoOpt = None,
+    skip_repo: SkipRepoOpt = None,
+    budget_s: Annotated[
+        float | None, typer.Option(help="start no new instance after this many seconds")
+    ] = None,
+    cache_dir: CacheOpt = None,
+    warm: Annotated[
+        bool,
+        typer.Option(
+            "--warm/--cold",
+            help="embed every function (the pools an indexed repository ranks) or only each "
+            "pool (the cold path: much cheaper)",
+        ),
+    ] = False,
+) -> None:
+    """Collect each instance's candidate pool, features and labels into OUT."""
+    from spider.learn.corpus import build_corpus
+
+    logging.getLogger("spider").setLevel(logging.INFO)
+    try:
+        summary = build_corpus(
+            _instances(dataset, only_repo, skip_repo),
+            template_resolver(repos),
+            engine_settings(cache_dir=cache_dir),
+            out,
+            pool=pool,
+            max_per_repo=max_per_repo,
+            budget_s=budget_s,
+            warm=warm,
+        )
+    except SpiderError as exc:
+        raise exit_error(str(exc)) from exc
+    typer.echo(json.dumps(summary, indent=2))
+
+
+@train_app.command("ranker")
+def ranker(
+    corpus_dirs: CorpusDirs,
+    out: ReportFile = None,
+    write_weights: WriteWeightsOpt = False,
+    curve: Annotated[
+        bool, typer.Option("--curve/--no-curve", help="also the learning curve")
+    ] = True,
+    weights_file: WeightsFileOpt = None,
+    folds: Annotated[
+        int,
+        typer.Option(
+            help="CV folds of whole repositories (0 = one repository per fold; fewer folds, "
+            "fewer fits)"
+        ),
+    ] = 0,
+    weak_dirs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--weak-corpus",
+            "-w",
+            help="a corpus fitted on but never scored (e.g. fix commits mined by `spider "
+            "bench history --mine-only`); a fold leaves out its held-out repositories' rows",
+        ),
+    ] = None,
+) -> None:
+    """Choose the pool ranker's settings by leave-repository-out CV and fit it
+    (spider/pool_ranker.json)."""
+    import dataclasses
+
+    from spider.learn import ranker as fitting
+    from spider.learn.corpus import read_corpus, summarise
+    from spider.pool_rank import MODEL_FILE
+
+    logging.getLogger("spider").setLevel(logging.INFO)
+    try:
+        rows, bench = fitting.training_rows([r for d in corpus_dirs for r in read_corpus(d)])
+        weak, weak_bench = fitting.training_rows(
+            [r for d in weak_dirs or [] for r in read_corpus(d)]
+        )
+        bench += weak_bench
+        params, cv, calibration = fitting.cross_validate(rows, folds=folds, weak=weak)
+        if curve:
+            cv["learning_curve"] = fitting.learning_curve(rows, params, folds=folds, weak=weak)
+    except SpiderError as exc:
+        raise exit_error(str(exc)) from exc
+    data = summarise(rows)
+    cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
+    cv["benchmark_rows_left_out"] = bench
+    if weak:
+        w = summarise(weak)
+        cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
+    if out is not None:
+        out.write_text(json.dumps(cv, indent=2) + "\n")
+    typer.echo(
+        json.dumps(
+            {k: cv[k] for k in ("chosen_by", "chosen", "learning_curve") if k in cv}, indent=2
+        )
+    )
+    if write_weights:
+        model = dataclasses.replace(fitting.fit([*rows, *weak], params), calibration=calibration)
+        target = fitting.write_ranker(weights_file or MODEL_FILE, model, cv, command_line(GROUP))
+        typer.echo(f"wrote {target}")
+
+
+@train_app.command("encoder")
+def encoder(
+    corpus_dirs: CorpusDirs,
+    dataset: DatasetsOpt,  # the JSONL the corpus came from: its issue texts
+    out: ReportFile = None,
+    folds: Annotated[int, typer.Option(help="CV folds of whole repositories")] = 5,
+    write_weights: WriteWeightsOpt = False,
+    weights_file: WeightsFileOpt = None,
+) -> None:
+    """Tune the issue encoder's query side (a linear map of the query vectors; function
+    vectors unchanged) on the corpus's (issue, edited function) pairs, settings chosen by
+    CV over folds of whole repositories against the bundled model as is
+    (spider/query_adapter.npz)."""
+    from spider.learn import adapter as fitting
+    from spider.learn.corpus import corpus_files
+    from spider.retrieve.adapter import ADAPTER_FILE
+    from spider.retrieve.dense import Encoder
+
+    logging.getLogger("spider").setLevel(logging.INFO)
+    try:
+        files = [p for d in corpus_dirs for p in corpus_files(d)]
+        wanted = {p.stem for p in files}
+        instances = [i for d in dataset for i in read_dataset(d) if i.instance_id in wanted]
+        settings = EngineSettings()
+        enc = Encoder.from_settings(settings, None)  # queries are never cached
+        queries: dict[str, np.ndarray] = {}
+        for d in corpus_dirs:
+            mine = [i for i in instances if (d / f"{i.instance_id}.npz").exists()]
+            queries.update(fitting.embed_windows(mine, enc, settings, d / fitting.QUERIES_FILE))
+        rows, skipped = fitting.adapter_rows(files, queries)
+        cv = fitting.cross_validate(rows, folds=folds)
+    except SpiderError as exc:
+        raise exit_error(str(exc)) from exc
+    cv["left_out"] = skipped
+    if out is not None:
+        out.write_text(json.dumps(cv, indent=2) + "\n")
+    typer.echo(
+        json.dumps({k: cv[k] for k in ("chosen_by", "chosen", "pays", "left_out")}, indent=2)
+    )
+    if write_weights:
+        params = fitting.AdapterParams(**cv["chosen"]["params"])
+        target = fitting.write_adapter(
+            weights_file or ADAPTER_FILE,
+            fitting.fit_adapter(rows, params),
+            cv,
+            command_line(GROUP),
+            model=settings.model or "all-MiniLM-L6-v2 (bundled)",
+        )
+        typer.echo(f"wrote {target}")
+
+
+@train_app.command("selector")
+def selector(
+    dataset: DatasetsOpt,
+    repos: ReposOpt,
+    out: OutDir,
+    corpus_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus",
+            "-c",
+            help="fit on this corpus's instances (other projects; centres from the shipped "
+            "pool ranker: how the shipped weights were made); without it, on the dataset's "
+            "instances as given (dev data)",
+        ),
+    ] = None,
+    pool: PoolOpt = DEFAULT_POOL,  # with --corpus
+    max_per_repo: MaxPerRepoOpt = DEFAULT_MAX_PER_REPO,  # with --corpus
+    only_repo: OnlyRepoOpt = None,
+    k: KOpt = DEFAULT_K,
+    cache_dir: CacheOpt = None,
+    write_weights: WriteWeightsOpt = False,
+    weights_file: WeightsFileOpt = None,
+) -> None:
+    """Fit the offline neighbour selector (spider/select/offline_weights.json): the
+    admission margin by the η > τ rule under leave-one-repository-out CV."""
+    from spider.learn import selector as fitting
+    from spider.learn.corpus import (
+        BENCHMARK_REPOS,
+        corpus_settings,
+        dedupe_by_text,
+        interleave,
+        read_corpus,
+    )
+    from spider.select.offline import WEIGHTS_FILE
+
+    settings = engine_settings(k, cache_dir)
+    comment = fitting.COMMENT
+    try:
+        rows = _instances(dataset, only_repo)
+        if corpus_dir is not None:
+            logging.getLogger("spider").setLevel(logging.INFO)
+            kept = {r.instance_id for r in read_corpus(corpus_dir) if r.labels > 0}
+            rows = dedupe_by_text(rows)
+            rows = [r for r in rows if r.instance_id in kept and r.repo not in BENCHMARK_REPOS]
+            rows = interleave(rows, max_per_repo)
+            settings = corpus_settings(settings, pool).model_copy(update={"rerank": True})
+            comment = fitting.CORPUS_COMMENT
+    except SpiderError as exc:
+        raise exit_error(str(exc)) from exc
+    spec = Fitting(
+        fitting.collect,
+        fitting.cross_validate,
+        "selector-cv.json",
+        describe=lambda cv: fitting.describe_cv(cv, settings.k),
+        weights=fitting.fit_chosen,
+        write=lambda w, cv, command, path: fitting.write_weights(w, cv, command, path, comment),
+        weights_file=WEIGHTS_FILE,
+    )
+    run_fit(
+        spec,
+        rows,
+        template_resolver(repos),
+        settings,
+        out,
+        write_weights=write_weights,
+        weights_file=weights_file,
+    )
+
+
+@train_app.command("head")
+def head(
+    dataset: DatasetsOpt,
+    repos: ReposOpt,
+    out: OutDir,
+    only_repo: OnlyRepoOpt = None,
+    k: KOpt = DEFAULT_K,
+    cache_dir: CacheOpt = None,
+    write_weights: WriteWeightsOpt = False,
+    weights_file: WeightsFileOpt = None,
+) -> None:
+    """Fit the head re-ranker (spider/rerank_weights.json) by nested leave-one-repository-out
+    CV on dev data only."""
+    from spider.learn import head as fitting
+    from spider.rerank import WEIGHTS_FILE
+
+    spec = Fitting(
+        fitting.collect,
+        fitting.cross_validate,
+        "head-cv.json",
+        weights=lambda data, cv, _k: fitting.fit(data, cv["C"], cv["pool"]),
+        write=fitting.write_weights,
+        weights_file=WEIGHTS_FILE,
+        min_repos=fitting.MIN_REPOS,
+    )
+    run_fit(
+        spec,
+        _instances(dataset, only_repo),
+        template_resolver(repos),
+        engine_settings(k, cache_dir),
+        out,
+        write_weights=write_weights,
+        weights_file=weights_file,
+    )
+
+
+@train_app.command("calibration")
+def calibration(
+    dataset: DatasetsOpt,
+    repos: ReposOpt,
+    out: OutDir,
+    only_repo: OnlyRepoOpt = None,
+    k: KOpt = DEFAULT_K,
+    cache_dir: CacheOpt = None,
+    write_weights: WriteWeightsOpt = False,
+    weights_file: WeightsFileOpt = None,
+) -> None:
+    """Calibrate the head model's probability (spider/head_calibration.json; Platt,
+    leave-one-repository-out) on dev data; reports the reliability curve and what a
+    confidence bar would silence. Shares `train head`'s collected data (same --out)."""
+    from spider.learn import calibration as calibrating
+    from spider.learn import head as fitting
+    from spider.rerank import CALIBRATION_FILE
+
+    spec = Fitting(
+        fitting.collect,
+        calibrating.cross_validate,
+        "calibration-cv.json",
+        describe=calibrating.describe,
+        weights=lambda _data, cv, _k: cv,
+        write=lambda cv, _cv, command, path: calibrating.write_calibration(cv, command, path),
+        weights_file=CALIBRATION_FILE,
+    )
+    run_fit(
+        spec,
+        _instances(dataset, only_repo),
+        template_resolver(repos),
+        engine_settings(k, cache_dir),
+        out,
+        write_weights=write_weights,
+        weights_file=weights_file,
+    )
+
+
+@train_app.command("fusion")
+def fusion(
+    dataset: DatasetsOpt,
+    repos: ReposOpt,
+    out: OutDir,
+    only_repo: OnlyRepoOpt = None,
+    cache_dir: CacheOpt = None,
+) -> None:
+    """Choose the first-stage fusion weights by leave-one-repository-out CV (dev data only;
+    the chosen point is reported, not written: the weights are EngineSettings defaults)."""
+    from spider.learn import fusion as tuning
+
+    spec: Fitting[dict[str, Any], None] = Fitting(
+        tuning.collect, lambda data, _k: tuning.cross_validate(data), "fusion-cv.json"
+    )
+    run_fit(
+        spec,
+        _instances(dataset, only_repo),
+        template_resolver(repos),
+        engine_settings(tuning.K, cache_dir),
+        out,
+    )
+
+
+def main() -> None:
+    """Run ``train_app`` on its own (``python -m spider.learn.cli``)."""
+    train_app()
+
+
+if __name__ == "__main__":
+    main()

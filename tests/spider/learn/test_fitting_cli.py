@@ -1,0 +1,124 @@
+"""The fitting commands of ``spider train`` (selector, head, calibration, fusion) share one
+body: collect -> CV -> report file and printout -> model file only with --write-weights."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from spider.dataset import Instance
+from spider.learn import cli
+
+runner = CliRunner()
+
+
+def _row(iid: str, repo: str = "o/r") -> dict[str, Any]:
+    return {
+        "instance_id": iid,
+        "repo": repo,
+        "base_commit": "abc",
+        "problem_statement": "Title\nbody",
+        "edit_functions": ["a.py:f"],
+    }
+
+
+@pytest.fixture()
+def dataset(tmp_path: Path) -> Path:
+    p = tmp_path / "d.jsonl"
+    p.write_text("\n".join(json.dumps(_row(i, r)) for i, r in [("a-1", "o/r"), ("b-2", "p/q")]))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("command", "needed"), [("selector", 2), ("head", 3), ("calibration", 2), ("fusion", 2)]
+)
+def test_fitting_on_too_few_repositories_is_a_clean_error(
+    command: str, needed: int, dataset: Path, tmp_path: Path
+) -> None:
+    res = runner.invoke(
+        cli.train_app,
+        [command, "--dataset", str(dataset), "--repos", str(tmp_path), "--out",
+         str(tmp_path / "o"), "--only-repo", "o/r"],
+    )  # fmt: skip
+    assert res.exit_code == 2
+    assert f"at least {needed} repositories" in res.output and "o/r" in res.output
+    assert not (tmp_path / "o").exists()  # refused before collecting anything
+
+
+@pytest.fixture()
+def fake_selector(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The selector's collect / CV / fit / write replaced by recorders."""
+    from spider.learn import selector as fitting
+
+    seen: dict[str, Any] = {}
+
+    def fake_collect(rows: list[Instance], resolve: Any, settings: Any, out: Path) -> list[str]:
+        out.mkdir(parents=True, exist_ok=True)
+        seen.update(rows=[r.instance_id for r in rows], k=settings.k)
+        return ["rec-a", "rec-b"]
+
+    def fake_cv(data: list[str], k: int) -> dict[str, Any]:
+        return {"margin": 2.0, "data": data, "k": k}
+
+    def fake_write(
+        weights: Any, cv: dict[str, Any], command: str, path: Path, comment: str = ""
+    ) -> None:
+        seen.update(weights=weights, path=path, command=command, comment=comment)
+
+    monkeypatch.setattr(fitting, "collect", fake_collect)
+    monkeypatch.setattr(fitting, "cross_validate", fake_cv)
+    monkeypatch.setattr(fitting, "describe_cv", lambda cv, k: f"margin {cv['margin']} at K={k}")
+    monkeypatch.setattr(fitting, "fit_chosen", lambda data, cv, k: ("w", cv["margin"]))
+    monkeypatch.setattr(fitting, "write_weights", fake_write)
+    return seen
+
+
+def test_fitting_commands_share_one_body(
+    dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_selector: dict[str, Any]
+) -> None:
+    seen = fake_selector
+    out = tmp_path / "o"
+    args = ["selector", "-d", str(dataset), "-r", str(tmp_path), "-o", str(out), "--k", "10"]
+    res = runner.invoke(cli.train_app, args)
+    assert res.exit_code == 0, res.output
+    assert seen == {"rows": ["a-1", "b-2"], "k": 10}  # nothing written without the flag
+    assert "margin 2.0 at K=10" in res.output
+    assert json.loads((out / "selector-cv.json").read_text())["data"] == ["rec-a", "rec-b"]
+    monkeypatch.setattr("spider.select.offline.WEIGHTS_FILE", tmp_path / "w.json")
+    res = runner.invoke(cli.train_app, [*args, "--write-weights"])
+    assert res.exit_code == 0, res.output
+    assert seen["weights"] == ("w", 2.0) and seen["path"] == tmp_path / "w.json"
+    assert seen["command"].startswith("spider train ") and "wrote" in res.output
+    assert "dev set" in seen["comment"]  # no --corpus: the dev-data form
+    res = runner.invoke(
+        cli.train_app, [*args, "--write-weights", "--weights-file", str(tmp_path / "x.json")]
+    )
+    assert res.exit_code == 0, res.output
+    assert seen["path"] == tmp_path / "x.json"  # --weights-file wins over the shipped file
+
+
+def test_a_missing_dataset_is_a_clean_error(tmp_path: Path) -> None:
+    res = runner.invoke(
+        cli.train_app,
+        ["head", "-d", str(tmp_path / "none.jsonl"), "-r", "x", "-o", str(tmp_path / "o")],
+    )
+    assert res.exit_code == 2 and "dataset not found" in res.output
+
+
+def test_the_cli_defaults_are_the_corpus_defaults_and_load_no_fitting_code() -> None:
+    import subprocess
+    import sys
+
+    from spider.learn import corpus
+
+    assert (cli.DEFAULT_POOL, cli.DEFAULT_MAX_PER_REPO) == (
+        corpus.DEFAULT_POOL,
+        corpus.DEFAULT_MAX_PER_REPO,
+    )
+    probe = "import sys, spider.cli; print(sorted(m for m in sys.modules if m.startswith(('scipy', 'sklearn', 'lightgbm', 'spider.learn.'))))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['spider.learn.cli']"
