@@ -86,7 +86,8 @@ def _index(job: IndexJob, deps: Deps) -> IndexOutcome:
             raise _Skip("disabled in .github/spider.yml")
         # the repository's include/exclude decide the graph (and so the cache keys issue
         # jobs look up); the full index embeds everything, whatever the cold settings say
-        settings = s.model_copy(update={**cfg.overrides(), "cold_pool": 0, "cold_always": False})
+        settings = s.engine.model_copy(update={**cfg.overrides(), "cold_pool": 0,
+                                                "cold_always": False})
         with locks.held(client, locks.repo_lock_name(job.repo), ttl_s=s.lease_ttl_s,
                         wait_s=s.lock_wait_s):
             index_state.release(client, job.repo, job.task_id)  # a push from now queues anew

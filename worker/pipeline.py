@@ -30,6 +30,7 @@ from spider.comment.render import (
     render,
 )
 from spider.models import Issue
+from spider.settings import EngineSettings
 from worker import locks
 from worker.engine import Engine
 from worker.errors import GitHubRefused, GitHubUnavailable, RepositoryTooLarge
@@ -143,10 +144,10 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
             notes.append(f"`{CONFIG_PATH}` was ignored because {loaded.problem}; "
                          "the defaults were used.")
         overrides = cfg.overrides()
-        if overrides.get("selector") == "anthropic" and s.anthropic_api_key is None:
+        if overrides.get("selector") == "anthropic" and s.engine.anthropic_api_key is None:
             overrides.pop("selector")
             notes.append("`selector: anthropic` needs a key this installation does not have; "
-                         f"the `{s.selector}` selector was used.")
+                         f"the `{s.engine.selector}` selector was used.")
         if command is not None:
             overrides.update(command.overrides())
             notes.extend(f"`/spider`: {p}." for p in command.problems)
@@ -154,11 +155,11 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
             overrides.update(CHEAPER_SETTINGS)
             notes.append("The first run did not finish in time; this one used a cheaper method "
                          "(keyword ranking only).")
-        settings = s.model_copy(update=overrides)
+        settings = s.engine.model_copy(update=overrides)
         body_text = issue.body or ""
-        if len(body_text) > s.max_issue_chars:  # before any model sees it (GitHub allows 65536)
-            body_text = body_text[: s.max_issue_chars]
-            notes.append(f"The issue is long: only its first {s.max_issue_chars} characters "
+        if len(body_text) > s.engine.max_issue_chars:  # before any model sees it (GitHub allows 65536)
+            body_text = body_text[: s.engine.max_issue_chars]
+            notes.append(f"The issue is long: only its first {s.engine.max_issue_chars} characters "
                          "were read.")
 
         if repo.size > s.max_repo_kb:  # GitHub's own figure: nothing fetched yet
@@ -220,12 +221,13 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
                    timings={k: round(v, 3) for k, v in timings.items()})
 
 
-def _index_for_issue(deps: Deps, checkout: Any, settings: AppSettings) -> tuple[Any, bool]:
+def _index_for_issue(deps: Deps, checkout: Any, settings: EngineSettings) -> tuple[Any, bool]:
     """The index to rank with and whether it is partial (too many functions not embedded
     yet: ``SPIDER_ISSUE_EMBED_MAX``); with ``SPIDER_ISSUE_COLD_POOL=0`` always complete."""
-    if settings.issue_cold_pool <= 0:
+    if deps.settings.issue_cold_pool <= 0:
         return deps.engine.index(checkout, settings), False
-    return deps.engine.index_for_issue(checkout, settings, embed_max=settings.issue_embed_max)
+    return deps.engine.index_for_issue(checkout, settings,
+                                       embed_max=deps.settings.issue_embed_max)
 
 
 def _record_indexed(deps: Deps, repo: str, sha: str, fetched_at: int, index: Any) -> None:

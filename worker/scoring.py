@@ -296,7 +296,7 @@ def _score(gh: GitHubClient, deps: Deps, repo: str, base: str, patch: str,
         then_co = (deps.mirrors.fetch_commit(repo, comment.commit_sha, gh.token)
                    if comment.commit_sha and comment.commit_sha != base else base_co)
     source = GitSource(base_co.git_dir, base)
-    narrow = s.model_copy(update={"include": literal_globs(dict.fromkeys(paths + listed_paths))})
+    narrow = s.engine.model_copy(update={"include": literal_globs(dict.fromkeys(paths + listed_paths))})
     try:
         graph = build_graph(source, narrow)
     except NoSourceFiles:  # docs, tests or unsupported files only
@@ -312,7 +312,7 @@ def _score(gh: GitHubClient, deps: Deps, repo: str, base: str, patch: str,
         by_hash: dict[str, str] = {}
         for cid in sorted(changed):
             by_hash.setdefault(body_hash(graph.g.nodes[cid].get("text", "")), cid)
-        then = s.model_copy(update={"include": literal_globs(
+        then = s.engine.model_copy(update={"include": literal_globs(
             dict.fromkeys(i.split(":", 1)[0] for i in gone))})
         try:
             then_graph = build_graph(GitSource(then_co.git_dir, then_co.sha), then)
