@@ -1,6 +1,6 @@
 """One job, start to end: re-read the issue, decide, fetch, index, locate, render, publish.
 
-Everything the job touches comes in through :class:`Deps`, so tests can replace GitHub,
+Everything the job touches comes in through :class:`worker.deps.Deps`, so tests can replace GitHub,
 git or the engine. The job is idempotent: it holds the issue's lock, finds its one
 comment by the hidden marker, and edits it (or leaves it alone when nothing changed).
 """
@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
-
-import redis
-from githubkit.versions.latest.models import IssueComment
+from typing import Any
 
 from contract import index_state
 from contract.commands import Command, parse_command
 from contract.jobs import IndexJob, IssueJob, comment_id_of
 from contract.metrics import RECORDER
 from contract.policy import is_bot, may_rerun
-from contract.settings import AppSettings
 from spider.comment.render import (
-    MARKER,
     build_could_not_finish_view,
     build_too_large_view,
     build_view,
@@ -32,19 +25,18 @@ from spider.comment.render import (
 from spider.models import Issue
 from spider.settings import EngineSettings
 from worker import locks
-from worker.engine import Engine
-from worker.errors import GitHubRefused, GitHubUnavailable, RepositoryTooLarge
-from worker.github import GitHubClient, RetryPolicy
-from worker.mirror import Mirrors
-from worker.repo_config import CONFIG_PATH, LoadedConfig, RepoConfig, parse_config
+from worker.comments import find_ours, publish
+from worker.deps import Deps
+from worker.errors import RepositoryTooLarge
+from worker.github import GitHubClient
+from worker.outcome import Outcome
+from worker.repo_config import CONFIG_PATH, RepoConfig, load_config
 
 log = logging.getLogger(__name__)
 
 ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue waits its turn later, not here
 MAX_TITLE_CHARS = 256  # GitHub's own limit on issue titles
 
-Status = Literal["created", "updated", "unchanged", "skipped", "too_large", "timed_out",
-                 "failed"]
 # What a run retried after the hard time limit uses instead (see worker.tasks): no
 # embeddings (on a cold index embedding is most of the time: MiniLM embeds ~30 functions/s
 # on two cores), no selector calls (no model, no network waits), and a smaller pool for
@@ -52,41 +44,8 @@ Status = Literal["created", "updated", "unchanged", "skipped", "too_large", "tim
 CHEAPER_SETTINGS: dict[str, Any] = {"first_stage": "bm25", "selector": "none", "pool": 100}
 
 
-@dataclass
-class Outcome:
-    """What a job did, returned by the task (and printed by the replay command)."""
-
-    status: Status
-    reason: str = ""
-    comment_id: int | None = None
-    sha: str | None = None
-    body: str | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON form stored as the task's result (without the body: it is on GitHub)."""
-        out = asdict(self)
-        out.pop("body")
-        return out
-
-
 class Skip(Exception):
     """The job should end without a comment, for this reason."""
-
-
-@dataclass
-class Deps:
-    """What one job uses; the task builds the real ones once per worker process."""
-
-    settings: AppSettings
-    redis: redis.Redis
-    github: Callable[[int], GitHubClient]
-    mirrors: Mirrors
-    engine: Engine
-    policy: RetryPolicy
-    store: Any = None  # worker.store.Store: records the posted comment (None: not recorded)
-    # queues an index job unless one already waits for the repository (None: never queued)
-    queue_index: Callable[[IndexJob], None] | None = None
 
 
 def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
@@ -295,15 +254,6 @@ def _too_large(gh: GitHubClient, deps: Deps, job: IssueJob, skip_label: str,
                    comment_id=comment_id, body=body)
 
 
-def load_config(gh: GitHubClient, owner: str, name: str, branch: str) -> LoadedConfig:
-    try:
-        text = gh.file_text(owner, name, CONFIG_PATH, branch)
-    except GitHubRefused as exc:
-        log.warning("config unreadable", extra={"error": str(exc)})
-        return LoadedConfig(RepoConfig(), found=True, problem="GitHub would not serve it")
-    return parse_config(text)
-
-
 def _check_trigger(gh: GitHubClient, job: IssueJob, issue: Any, cfg: RepoConfig) -> Command | None:
     """Re-check what triggered the job against the issue as it is now; Skip if it no longer holds."""
     comment_id = comment_id_of(job.trigger)
@@ -328,50 +278,6 @@ def _check_trigger(gh: GitHubClient, job: IssueJob, issue: Any, cfg: RepoConfig)
     if length < cfg.min_issue_length:
         raise Skip(f"the issue is shorter than {cfg.min_issue_length} characters")
     return None
-
-
-def find_ours(comments: Iterable[IssueComment], app_id: int | None) -> IssueComment | None:
-    """Our comment on the issue: carries the marker, posted by a bot (this app, when known)."""
-    for c in comments:
-        if not (c.body or "").startswith(MARKER) or not is_bot(c.user):
-            continue
-        app = c.performed_via_github_app
-        if app and app_id is not None and getattr(app, "id", app_id) != app_id:
-            continue
-        return c
-    return None
-
-
-def publish(gh: GitHubClient, policy: RetryPolicy, job: IssueJob, body: str,
-            app_id: int | None) -> tuple[Status, int]:
-    """Create our comment, or edit it in place. A create that got no answer is retried
-    (up to the policy's attempts), each time after looking for the comment again.
-
-    Looking again matters when GitHub created a comment but the answer was lost (a 5xx
-    or a timeout): retrying the POST blindly would post a second comment. Listing and
-    editing retry by themselves and are not retried again here.
-    """
-
-    def attempt() -> tuple[Status, int]:
-        ours = find_ours(gh.comments(job.owner, job.name, job.issue_number), app_id)
-        if ours is None:
-            try:
-                created = gh.create_comment(job.owner, job.name, job.issue_number, body)
-            except GitHubUnavailable as exc:  # created or not: look again before retrying
-                raise _CreateUnanswered(str(exc)) from exc
-            log.info("comment created", extra={"comment_id": created.id})
-            return "created", created.id
-        if ours.body == body:
-            return "unchanged", ours.id
-        gh.update_comment(job.owner, job.name, ours.id, body)  # idempotent: retried inside
-        log.info("comment updated", extra={"comment_id": ours.id})
-        return "updated", ours.id
-
-    return policy.call("publish comment", attempt, only=_CreateUnanswered)
-
-
-class _CreateUnanswered(GitHubUnavailable):
-    """Creating the comment got no answer (5xx, timeout): it may exist all the same."""
 
 
 def could_not_finish(job: IssueJob, deps: Deps) -> Outcome:

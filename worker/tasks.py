@@ -36,11 +36,13 @@ from contract.metrics import RECORDER
 from contract.redis_client import redis_client
 from contract.settings import AppSettings, get_settings
 from worker.celery_app import app
+from worker.deps import Deps
 from worker.engine import SpiderEngine
 from worker.errors import NotYourTurn, RateLimited, is_transient
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
 from worker.mirror import Mirrors
-from worker.pipeline import Deps, Outcome, could_not_finish, run_job
+from worker.outcome import Outcome
+from worker.pipeline import could_not_finish, run_job
 from worker.store import Store
 
 log = logging.getLogger(__name__)
@@ -267,7 +269,6 @@ def score_fix(self: Task, installation_id: int, repo: str, delivery_id: str,
     Transient failures (the database away, GitHub 5xx, a repository lock held) are retried
     with backoff up to ``fix_max_retries`` times: scoring can wait, an issue job cannot.
     """
-    from worker.scoring import FixOutcome
     from worker.scoring import score_fix as run
 
     d = deps()
@@ -279,7 +280,7 @@ def score_fix(self: Task, installation_id: int, repo: str, delivery_id: str,
         try:
             if not first_starts(d.redis, str(self.request.id), retries, settings.max_deliveries):
                 log.error("scoring dropped: it was started too many times")
-                return FixOutcome("skipped", "its worker was lost repeatedly").as_dict()
+                return Outcome("skipped", "its worker was lost repeatedly").as_dict()
             result = run(job, d, d.store)
         except Exception as exc:
             if is_transient(exc) and retries < settings.fix_max_retries:
@@ -290,11 +291,11 @@ def score_fix(self: Task, installation_id: int, repo: str, delivery_id: str,
                 with _requeue_if_the_broker_is_away():
                     raise self.retry(exc=exc, countdown=delay, max_retries=None) from exc
             log.exception("scoring failed")
-            return FixOutcome("failed", f"{type(exc).__name__}: {exc}"[:500]).as_dict()
+            return Outcome("failed", f"{type(exc).__name__}: {exc}"[:500]).as_dict()
         finally:
             RECORDER.flush(d.redis)
         log.info("scoring done", extra={"status": result.status, "reason": result.reason,
-                                        "recorded": result.recorded})
+                                        "recorded": result.fixes})
         return result.as_dict()
 
 
@@ -306,7 +307,7 @@ def index_repository(self: Task, installation_id: int, repo: str, delivery_id: s
                      sha: str = "", reason: str = "push", deferrals: int = 0) -> dict[str, Any]:
     """Index a repository's default branch ahead of its issues; then run again the issue
     jobs that were answered from a partial index of it."""
-    from worker.indexing import IndexOutcome, run_index
+    from worker.indexing import run_index
 
     d = deps()
     settings = d.settings
@@ -321,14 +322,14 @@ def index_repository(self: Task, installation_id: int, repo: str, delivery_id: s
                 if not first_starts(d.redis, str(self.request.id), retries,
                                     settings.max_deliveries):
                     log.error("index job dropped: it was started too many times")
-                    return IndexOutcome("skipped", "its worker was lost repeatedly").as_dict()
+                    return Outcome("skipped", "its worker was lost repeatedly").as_dict()
                 result = run_index(job, d)
             except NotYourTurn as exc:  # the repository's lock (another job fetching)
                 outcome = "deferred"
                 if deferrals >= settings.max_deferrals:
                     log.error("index job gave up waiting for its turn", extra={"error": str(exc)})
                     outcome = "failed"
-                    return IndexOutcome("skipped", f"waited {deferrals} times").as_dict()
+                    return Outcome("skipped", f"waited {deferrals} times").as_dict()
                 with _requeue_if_the_broker_is_away():
                     raise self.retry(countdown=defer_delay(deferrals, settings),
                                      kwargs={**job.as_kwargs(), "deferrals": deferrals + 1},

@@ -6,7 +6,7 @@ import redis
 import worker.tasks as tasks
 from contract.settings import AppSettings
 from worker.errors import GitHubRefused, GitHubUnavailable, RateLimited
-from worker.pipeline import Outcome
+from worker.outcome import Outcome
 
 
 def test_retry_delay_is_exponential_with_jitter_and_capped() -> None:
