@@ -119,7 +119,7 @@ def defer_delay(deferrals: int, settings: AppSettings) -> float:
 
 # A run killed at the hard time limit (the soft limit did not stop it: a C extension that
 # does not return, a loop that swallows the exception) is run again once with cheaper
-# settings (worker.pipeline.CHEAPER_SETTINGS); if that is killed too, a third run only
+# settings (worker.plan.CHEAPER_SETTINGS); if that is killed too, a third run only
 # posts the polite "could not finish" comment. Never a silent end.
 HARD_LIMIT_RUNS = 2
 
