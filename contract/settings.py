@@ -1,7 +1,11 @@
-"""Settings of the GitHub App (bot and worker): the engine's settings plus deployment ones.
+"""Settings of the GitHub App (bot and worker): deployment settings, the engine's beside them.
 
-One pydantic-settings class, read from ``SPIDER_*`` environment variables. This module is
-import-light (pydantic and the engine's ``spider.settings`` only): the bot imports it too.
+One pydantic-settings class, read from ``SPIDER_*`` environment variables. The engine's own
+settings are composed in (``settings.engine``, an :class:`~spider.settings.EngineSettings`
+read from the same ``SPIDER_*`` variables: ``SPIDER_K=10`` still sets k), not inherited, so
+the deployment settings stay a short list and the bot never reads a ranking knob. This
+module is import-light (pydantic and the engine's ``spider.settings`` only): the bot
+imports it too.
 Secrets are checked when a process starts (:meth:`AppSettings.check_bot`,
 :meth:`AppSettings.check_worker`), not at import, so tests and tools can build settings freely.
 """
@@ -11,8 +15,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from spider.settings import DEFAULT_COLD_POOL, EngineSettings
 
@@ -30,8 +36,20 @@ class SettingsError(RuntimeError):
     """The process cannot start with these settings (missing or placeholder secrets)."""
 
 
-class AppSettings(EngineSettings):
-    """Settings of the bot and the worker (``SPIDER_`` environment variables)."""
+class AppSettings(BaseSettings):
+    """Settings of the bot and the worker (``SPIDER_`` environment variables).
+
+    The engine's settings are :attr:`engine`; an unknown keyword (an engine knob passed at
+    the top level, say) is refused rather than silently dropped.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SPIDER_", extra="forbid")
+
+    engine: EngineSettings = Field(
+        default_factory=EngineSettings,
+        description="the engine's settings (k, selector, cache_dir...), read from the same "
+        "SPIDER_* variables",
+    )
 
     # --- shared ---
     redis_url: str = Field(
@@ -189,17 +207,21 @@ class AppSettings(EngineSettings):
             raise ValueError("SPIDER_GITHUB_API_URL must be an http(s) URL")
         return v.rstrip("/")
 
+    def with_engine(self, **changes: Any) -> AppSettings:
+        """A copy whose engine settings have ``changes`` (e.g. ``k=5``)."""
+        return self.model_copy(update={"engine": self.engine.model_copy(update=changes)})
+
     @property
     def database_url_or_default(self) -> str:
         """SPIDER_DATABASE_URL, else an SQLite file in the cache directory."""
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{Path(self.cache_dir).expanduser().resolve() / 'spider-bot.db'}"
+        return f"sqlite:///{Path(self.engine.cache_dir).expanduser().resolve() / 'spider-bot.db'}"
 
     @property
     def mirror_dir(self) -> Path:
         """Bare repository mirrors live here, one per repository."""
-        return Path(self.cache_dir) / "mirrors"
+        return Path(self.engine.cache_dir) / "mirrors"
 
     @property
     def longest_wait_s(self) -> float:
@@ -257,7 +279,7 @@ class AppSettings(EngineSettings):
                 f"retry delay and the longest deferral ({self.longest_wait_s:.0f} s), or a job "
                 "still running would be handed to a second worker"
             )
-        if self.selector == "anthropic" and self.anthropic_api_key is None:
+        if self.engine.selector == "anthropic" and self.engine.anthropic_api_key is None:
             raise SettingsError("selector=anthropic needs SPIDER_ANTHROPIC_API_KEY")
         if "{owner}" not in self.git_url_template and not Path(self.git_url_template).is_absolute():
             raise SettingsError(

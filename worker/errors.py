@@ -7,6 +7,7 @@ The tree::
     │   ├── GitHubUnavailable       GitHub answered 5xx, timed out or was unreachable
     │   ├── RateLimited             GitHub asked us to wait (``retry_after`` seconds)
     │   ├── FetchFailed             git fetch failed in a way that may pass (network)
+    │   ├── TokenRejected           GitHub answered 401: the installation token was revoked
     │   └── NotYourTurn             others hold what the job needs: wait, no failure counted
     │       ├── Busy                another job holds the issue's or repository's lock
     │       └── Throttled           the installation or repository runs its maximum of jobs
@@ -59,6 +60,10 @@ class Busy(NotYourTurn):
 
 class Throttled(NotYourTurn):
     """The installation or the repository already runs as many jobs as it may."""
+
+
+class TokenRejected(JobTransientError):
+    """GitHub answered 401: the cached installation token was revoked or has expired."""
 
 
 class FetchFailed(JobTransientError):

@@ -17,41 +17,22 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
 
 from contract import index_state
 from contract.jobs import IndexJob
 from worker import locks
-from worker.pipeline import Deps, load_config
+from worker.deps import Deps
+from worker.outcome import Outcome
+from worker.repo_config import load_config
 
 log = logging.getLogger(__name__)
 
-IndexStatus = Literal["indexed", "skipped"]
-
-
-@dataclass
-class IndexOutcome:
-    """What an index job did (the task's result)."""
-
-    status: IndexStatus
-    reason: str = ""
-    sha: str | None = None
-    functions: int = 0
-    embedded: int = 0
-    recorded: bool = False
-    timings: dict[str, float] = field(default_factory=dict)
-    reruns: list[dict[str, Any]] = field(default_factory=list)  # issue jobs to run again
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 class _Skip(Exception):
-    pass
+    """The index job ends here, for this reason (status ``skipped``)."""
 
 
-def run_index(job: IndexJob, deps: Deps) -> IndexOutcome:
+def run_index(job: IndexJob, deps: Deps) -> Outcome:
     """Index ``job.repo``'s default branch head; skip when it is indexed already.
 
     Whatever the outcome (indexed, or found indexed), the issue jobs answered from a
@@ -61,13 +42,13 @@ def run_index(job: IndexJob, deps: Deps) -> IndexOutcome:
         outcome = _index(job, deps)
     except _Skip as skip:
         log.info("index job skipped", extra={"reason": str(skip)})
-        outcome = IndexOutcome(status="skipped", reason=str(skip))
+        outcome = Outcome(status="skipped", reason=str(skip))
     if outcome.status == "indexed" or outcome.reason.startswith("already indexed"):
         outcome.reruns = index_state.take_reruns(client, job.repo)
     return outcome
 
 
-def _index(job: IndexJob, deps: Deps) -> IndexOutcome:
+def _index(job: IndexJob, deps: Deps) -> Outcome:
     s = deps.settings
     client = deps.redis
     started = time.perf_counter()
@@ -86,7 +67,8 @@ def _index(job: IndexJob, deps: Deps) -> IndexOutcome:
             raise _Skip("disabled in .github/spider.yml")
         # the repository's include/exclude decide the graph (and so the cache keys issue
         # jobs look up); the full index embeds everything, whatever the cold settings say
-        settings = s.model_copy(update={**cfg.overrides(), "cold_pool": 0, "cold_always": False})
+        settings = s.engine.model_copy(update={**cfg.overrides(), "cold_pool": 0,
+                                                "cold_always": False})
         with locks.held(client, locks.repo_lock_name(job.repo), ttl_s=s.lease_ttl_s,
                         wait_s=s.lock_wait_s):
             index_state.release(client, job.repo, job.task_id)  # a push from now queues anew
@@ -113,6 +95,6 @@ def _index(job: IndexJob, deps: Deps) -> IndexOutcome:
     log.info("repository indexed", extra={"sha": checkout.sha, "functions": functions,
                                           "embedded": stats.get("embedded"),
                                           "recorded": recorded, "timings": timings})
-    return IndexOutcome(status="indexed", sha=checkout.sha, functions=functions,
-                        embedded=int(stats.get("embedded", 0) or 0), recorded=recorded,
-                        timings=timings)
+    return Outcome(status="indexed", sha=checkout.sha, functions=functions,
+                   embedded=int(stats.get("embedded", 0) or 0), recorded=recorded,
+                   timings=timings)

@@ -1,7 +1,11 @@
-"""One job, start to end: re-read the issue, decide, fetch, index, locate, render, publish.
+"""One issue job, start to end: read, decide, fetch, index, locate, render, publish.
 
-Everything the job touches comes in through :class:`Deps`, so tests can replace GitHub,
-git or the engine. The job is idempotent: it holds the issue's lock, finds its one
+A thin shell around the pure decision of ``worker.plan``: it reads the repository, the
+issue, ``.github/spider.yml`` and the triggering comment; :func:`worker.plan.decide` says
+whether to skip, to say the repository is too large, or to run and with which settings;
+then this module fetches, indexes and locates, renders the comment and publishes it with
+the one-comment protocol (``worker.comments``). Everything it touches comes in through
+:class:`worker.deps.Deps`. The job is idempotent: it holds the issue's lock, finds its one
 comment by the hidden marker, and edits it (or leaves it alone when nothing changed).
 """
 
@@ -9,223 +13,173 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
-
-import redis
-from githubkit.versions.latest.models import IssueComment
+from dataclasses import dataclass
+from typing import Any
 
 from contract import index_state
-from contract.commands import Command, parse_command
 from contract.jobs import IndexJob, IssueJob, comment_id_of
 from contract.metrics import RECORDER
-from contract.policy import is_bot, may_rerun
-from contract.settings import AppSettings
 from spider.comment.render import (
-    MARKER,
     build_could_not_finish_view,
     build_too_large_view,
     build_view,
     render,
 )
-from spider.models import Issue
-from worker import locks
-from worker.engine import Engine
-from worker.errors import GitHubRefused, GitHubUnavailable, RepositoryTooLarge
-from worker.github import GitHubClient, RetryPolicy
-from worker.mirror import Mirrors
-from worker.repo_config import CONFIG_PATH, LoadedConfig, RepoConfig, parse_config
+from spider.settings import EngineSettings
+from worker import locks, plan
+from worker.comments import find_ours, publish
+from worker.deps import Deps
+from worker.errors import RepositoryTooLarge
+from worker.github import GitHubClient
+from worker.outcome import Outcome
+from worker.repo_config import load_config
 
 log = logging.getLogger(__name__)
 
 ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue waits its turn later, not here
-MAX_TITLE_CHARS = 256  # GitHub's own limit on issue titles
-
-Status = Literal["created", "updated", "unchanged", "skipped", "too_large", "timed_out",
-                 "failed"]
-# What a run retried after the hard time limit uses instead (see worker.tasks): no
-# embeddings (on a cold index embedding is most of the time: MiniLM embeds ~30 functions/s
-# on two cores), no selector calls (no model, no network waits), and a smaller pool for
-# the ranking. The comment says the cheaper method was used.
-CHEAPER_SETTINGS: dict[str, Any] = {"first_stage": "bm25", "selector": "none", "pool": 100}
-
-
-@dataclass
-class Outcome:
-    """What a job did, returned by the task (and printed by the replay command)."""
-
-    status: Status
-    reason: str = ""
-    comment_id: int | None = None
-    sha: str | None = None
-    body: str | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON form stored as the task's result (without the body: it is on GitHub)."""
-        out = asdict(self)
-        out.pop("body")
-        return out
-
-
-class Skip(Exception):
-    """The job should end without a comment, for this reason."""
-
-
-@dataclass
-class Deps:
-    """What one job uses; the task builds the real ones once per worker process."""
-
-    settings: AppSettings
-    redis: redis.Redis
-    github: Callable[[int], GitHubClient]
-    mirrors: Mirrors
-    engine: Engine
-    policy: RetryPolicy
-    store: Any = None  # worker.store.Store: records the posted comment (None: not recorded)
-    # queues an index job unless one already waits for the repository (None: never queued)
-    queue_index: Callable[[IndexJob], None] | None = None
 
 
 def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
             after_index: bool = False) -> Outcome:
     """Run one job in a slot of its installation and of its repository, under the issue's
-    lock. Skip becomes a ``skipped`` outcome; a slot or lock held by others raises
-    NotYourTurn (Throttled, Busy) and nothing has happened yet. ``cheaper``: the run
-    after one that hit the hard time limit (:data:`CHEAPER_SETTINGS`). ``after_index``:
-    the run again of a job answered from a partial index, once the full index is there
-    (it never asks for another run)."""
+    lock. A slot or lock held by others raises NotYourTurn (Throttled, Busy) and nothing
+    has happened yet. ``cheaper``: the run after one that hit the hard time limit
+    (:data:`worker.plan.CHEAPER_SETTINGS`). ``after_index``: the run again of a job
+    answered from a partial index, once the full index is there (it never asks for
+    another run)."""
     s = deps.settings
     ttl = s.lease_ttl_s
     started = time.perf_counter()
-    try:
-        with locks.slot(deps.redis, locks.installation_slots_name(job.installation_id),
-                        limit=s.max_jobs_per_installation, ttl_s=ttl), \
-                locks.slot(deps.redis, locks.repo_slots_name(job.repo),
-                           limit=s.max_jobs_per_repo, ttl_s=ttl), \
-                locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
-                           ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
-            outcome = _run(job, deps, started, cheaper, after_index)
-    except Skip as skip:
-        log.info("job skipped", extra={"reason": str(skip)})
-        return Outcome(status="skipped", reason=str(skip))
-    log.info("job done", extra={"status": outcome.status, "comment_id": outcome.comment_id,
-                                "sha": outcome.sha, "timings": outcome.timings})
+    with locks.slot(deps.redis, locks.installation_slots_name(job.installation_id),
+                    limit=s.max_jobs_per_installation, ttl_s=ttl), \
+            locks.slot(deps.redis, locks.repo_slots_name(job.repo),
+                       limit=s.max_jobs_per_repo, ttl_s=ttl), \
+            locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
+                       ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
+        outcome = _run(job, deps, started, cheaper, after_index)
+    if outcome.status == "skipped":
+        log.info("job skipped", extra={"reason": outcome.reason})
+    else:
+        log.info("job done", extra={"status": outcome.status, "comment_id": outcome.comment_id,
+                                    "sha": outcome.sha, "timings": outcome.timings})
     return outcome
 
 
 def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
          after_index: bool = False) -> Outcome:
-    s = deps.settings
-    owner, name = job.owner, job.name
-    timings: dict[str, float] = {}
+    """Read the facts, decide, and do what the plan says."""
     with deps.github(job.installation_id) as gh:
-        repo = gh.repository(owner, name)
-        if repo.archived:
-            raise Skip("the repository is archived")
-        issue = gh.issue(owner, name, job.issue_number)
-        if issue.pull_request:
-            raise Skip("pull request")
-        if issue.locked:
-            raise Skip("the issue is locked")
-        loaded = load_config(gh, owner, name, repo.default_branch)
-        cfg = loaded.config
-        if not cfg.enabled:
-            raise Skip("disabled in .github/spider.yml")
-        command = _check_trigger(gh, job, issue, cfg)
-        labels = {lbl if isinstance(lbl, str) else (lbl.name or "") for lbl in issue.labels}
-        if cfg.skip_label in labels:
-            raise Skip(f"the issue has the {cfg.skip_label!r} label")
+        facts = read_facts(gh, job)
+        decision = plan.decide(facts, deps.settings, cheaper=cheaper)
+        if isinstance(decision, plan.Skip):
+            return Outcome(status="skipped", reason=decision.reason)
+        if isinstance(decision, plan.TooLarge):
+            return _too_large(gh, deps, job, decision.skip_label, size_kb=decision.size_kb,
+                              limit_kb=decision.limit_kb)
+        return _answer(gh, deps, job, facts, decision, started, after_index)
 
-        notes: list[str] = []
-        if loaded.problem:
-            notes.append(f"`{CONFIG_PATH}` was ignored because {loaded.problem}; "
-                         "the defaults were used.")
-        overrides = cfg.overrides()
-        if overrides.get("selector") == "anthropic" and s.anthropic_api_key is None:
-            overrides.pop("selector")
-            notes.append("`selector: anthropic` needs a key this installation does not have; "
-                         f"the `{s.selector}` selector was used.")
-        if command is not None:
-            overrides.update(command.overrides())
-            notes.extend(f"`/spider`: {p}." for p in command.problems)
-        if cheaper:
-            overrides.update(CHEAPER_SETTINGS)
-            notes.append("The first run did not finish in time; this one used a cheaper method "
-                         "(keyword ranking only).")
-        settings = s.model_copy(update=overrides)
-        body_text = issue.body or ""
-        if len(body_text) > s.max_issue_chars:  # before any model sees it (GitHub allows 65536)
-            body_text = body_text[: s.max_issue_chars]
-            notes.append(f"The issue is long: only its first {s.max_issue_chars} characters "
-                         "were read.")
 
-        if repo.size > s.max_repo_kb:  # GitHub's own figure: nothing fetched yet
-            return _too_large(gh, deps, job, cfg.skip_label, size_kb=repo.size,
-                              limit_kb=s.max_repo_kb)
-        try:
-            with locks.held(deps.redis, locks.repo_lock_name(job.repo),
-                            ttl_s=s.lease_ttl_s, wait_s=s.lock_wait_s):
-                t0 = time.perf_counter()
-                fetched_at = index_state.now_us(deps.redis)
-                checkout = deps.mirrors.fetch(job.repo, repo.default_branch, gh.token)
-                files = deps.engine.source_files(checkout, settings)
-                if files > s.max_source_files:
-                    raise _TooManyFiles(files)
-                t1 = time.perf_counter()
-                index, partial = _index_for_issue(deps, checkout, settings)
-                t2 = time.perf_counter()
-                if not partial:  # every function embedded: the head is indexed
-                    _record_indexed(deps, job.repo, checkout.sha, fetched_at, index)
-        except RepositoryTooLarge as exc:  # the fetched mirror is larger than GitHub said
-            return _too_large(gh, deps, job, cfg.skip_label, size_kb=exc.size_kb,
-                              limit_kb=exc.limit_kb)
-        except _TooManyFiles as exc:
-            return _too_large(gh, deps, job, cfg.skip_label, files=exc.files,
-                              limit_files=s.max_source_files)
-        if partial:  # the engine's cold path: embed only the cheap rankers' best candidates
-            settings = settings.model_copy(update={"cold_pool": s.issue_cold_pool})
-        loc = deps.engine.locate(index, Issue(issue.title[:MAX_TITLE_CHARS], body_text), settings)
-        t3 = time.perf_counter()
-        updates = False
-        RECORDER.count("spider_answers", "partial" if loc.settings.partial else "full")
-        if loc.settings.partial:
-            updates = _ask_for_the_full_index(deps, job, after_index)
-        if (cfg.min_confidence is not None and loc.confidence is not None
-                and loc.confidence < cfg.min_confidence):
-            raise Skip(f"confidence {loc.confidence:.2f} is below min_confidence "
-                       f"{cfg.min_confidence:.2f} in {CONFIG_PATH}")
-        timings.update(fetch=t1 - t0, index=t2 - t1)
-        timings["total"] = t3 - started
-        RECORDER.observe("spider_fetch_seconds", t1 - t0)
-        RECORDER.observe("spider_index_seconds", t2 - t1)
-        RECORDER.observe("spider_query_seconds", t3 - t2)
-        view = build_view(
-            loc,
-            html_url=repo.html_url,
-            branch=repo.default_branch,
-            notes=notes,
-            timings=timings,
-            config_found=loaded.found,
-            skip_label=cfg.skip_label,
-            app_name=s.app_name,
-            shown=cfg.shown,
-            partial_updates=updates,
-        )
-        body = render(view, s.template_dir)
-        status, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
-        record_comment(deps, job, comment_id, checkout.sha, loc, issue.title, body_text)
-    return Outcome(status=status, comment_id=comment_id, sha=checkout.sha, body=body,
+def read_facts(gh: GitHubClient, job: IssueJob) -> plan.Facts:
+    """What :func:`worker.plan.decide` needs, read from GitHub as it is now: the
+    repository, the issue, ``.github/spider.yml`` and (for ``/spider``) the comment."""
+    repo = gh.repository(job.owner, job.name)
+    issue = gh.issue(job.owner, job.name, job.issue_number)
+    loaded = load_config(gh, job.owner, job.name, repo.default_branch)
+    comment_id = comment_id_of(job.trigger)
+    comment = gh.comment(job.owner, job.name, comment_id) if comment_id is not None else None
+    return plan.Facts(trigger=job.trigger, repo=plan.repo_facts(repo),
+                      issue=plan.issue_facts(issue), config=loaded,
+                      comment=plan.comment_facts(comment) if comment is not None else None)
+
+
+def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run: plan.Run,
+            started: float, after_index: bool) -> Outcome:
+    """Fetch and index the default branch, locate the issue, render and publish."""
+    s = deps.settings
+    try:
+        done = _fetch_and_index(gh, deps, job, facts.repo.default_branch, run.settings)
+    except RepositoryTooLarge as exc:  # the fetched mirror is larger than GitHub said
+        return _too_large(gh, deps, job, run.config.skip_label, size_kb=exc.size_kb,
+                          limit_kb=exc.limit_kb)
+    except _TooManyFiles as exc:
+        return _too_large(gh, deps, job, run.config.skip_label, files=exc.files,
+                          limit_files=s.max_source_files)
+    settings = run.settings
+    if done.partial:  # the engine's cold path: embed only the cheap rankers' best candidates
+        settings = settings.model_copy(update={"cold_pool": s.issue_cold_pool})
+    loc = deps.engine.locate(done.index, run.issue, settings)
+    located_at = time.perf_counter()
+    updates = False
+    RECORDER.count("spider_answers", "partial" if loc.settings.partial else "full")
+    if loc.settings.partial:
+        updates = _ask_for_the_full_index(deps, job, after_index)
+    quiet = plan.below_confidence(run.config, loc.confidence)
+    if quiet is not None:
+        return Outcome(status="skipped", reason=quiet.reason)
+    timings = {"fetch": done.fetch_s, "index": done.index_s, "total": located_at - started}
+    RECORDER.observe("spider_fetch_seconds", done.fetch_s)
+    RECORDER.observe("spider_index_seconds", done.index_s)
+    RECORDER.observe("spider_query_seconds", located_at - done.indexed_at)
+    view = build_view(
+        loc,
+        html_url=facts.repo.html_url,
+        branch=facts.repo.default_branch,
+        notes=list(run.notes),
+        timings=timings,
+        config_found=run.config_found,
+        skip_label=run.config.skip_label,
+        app_name=s.app_name,
+        shown=run.config.shown,
+        partial_updates=updates,
+    )
+    body = render(view, s.template_dir)
+    status, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
+    record_comment(deps, job, comment_id, done.checkout.sha, loc, facts.issue.title,
+                   run.issue.body)
+    return Outcome(status=status, comment_id=comment_id, sha=done.checkout.sha, body=body,
                    timings={k: round(v, 3) for k, v in timings.items()})
 
 
-def _index_for_issue(deps: Deps, checkout: Any, settings: AppSettings) -> tuple[Any, bool]:
+@dataclass(frozen=True)
+class _Indexed:
+    """A fetched head and its index (``partial``: not every function embedded yet)."""
+
+    checkout: Any
+    index: Any
+    partial: bool
+    fetch_s: float
+    index_s: float
+    indexed_at: float  # time.perf_counter() when the index was ready
+
+
+def _fetch_and_index(gh: GitHubClient, deps: Deps, job: IssueJob, branch: str,
+                     settings: EngineSettings) -> _Indexed:
+    """Fetch the branch head and index it, under the repository's lock; raise
+    RepositoryTooLarge or _TooManyFiles when it is above a limit."""
+    s = deps.settings
+    with locks.held(deps.redis, locks.repo_lock_name(job.repo),
+                    ttl_s=s.lease_ttl_s, wait_s=s.lock_wait_s):
+        t0 = time.perf_counter()
+        fetched_at = index_state.now_us(deps.redis)
+        checkout = deps.mirrors.fetch(job.repo, branch, gh.token)
+        files = deps.engine.source_files(checkout, settings)
+        if files > s.max_source_files:
+            raise _TooManyFiles(files)
+        t1 = time.perf_counter()
+        index, partial = _index_for_issue(deps, checkout, settings)
+        t2 = time.perf_counter()
+        if not partial:  # every function embedded: the head is indexed
+            _record_indexed(deps, job.repo, checkout.sha, fetched_at, index)
+    return _Indexed(checkout, index, partial, t1 - t0, t2 - t1, t2)
+
+
+def _index_for_issue(deps: Deps, checkout: Any, settings: EngineSettings) -> tuple[Any, bool]:
     """The index to rank with and whether it is partial (too many functions not embedded
     yet: ``SPIDER_ISSUE_EMBED_MAX``); with ``SPIDER_ISSUE_COLD_POOL=0`` always complete."""
-    if settings.issue_cold_pool <= 0:
+    if deps.settings.issue_cold_pool <= 0:
         return deps.engine.index(checkout, settings), False
-    return deps.engine.index_for_issue(checkout, settings, embed_max=settings.issue_embed_max)
+    return deps.engine.index_for_issue(checkout, settings,
+                                       embed_max=deps.settings.issue_embed_max)
 
 
 def _record_indexed(deps: Deps, repo: str, sha: str, fetched_at: int, index: Any) -> None:
@@ -275,6 +229,8 @@ def record_comment(deps: Deps, job: IssueJob, comment_id: int, sha: str, loc: An
 
 
 class _TooManyFiles(Exception):
+    """The checkout has more source files than ``SPIDER_MAX_SOURCE_FILES`` (said politely)."""
+
     def __init__(self, files: int) -> None:
         super().__init__(f"{files} source files")
         self.files = files
@@ -291,85 +247,6 @@ def _too_large(gh: GitHubClient, deps: Deps, job: IssueJob, skip_label: str,
     _, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
     return Outcome(status="too_large", reason=", ".join(f"{k}={v}" for k, v in sizes.items()),
                    comment_id=comment_id, body=body)
-
-
-def load_config(gh: GitHubClient, owner: str, name: str, branch: str) -> LoadedConfig:
-    try:
-        text = gh.file_text(owner, name, CONFIG_PATH, branch)
-    except GitHubRefused as exc:
-        log.warning("config unreadable", extra={"error": str(exc)})
-        return LoadedConfig(RepoConfig(), found=True, problem="GitHub would not serve it")
-    return parse_config(text)
-
-
-def _check_trigger(gh: GitHubClient, job: IssueJob, issue: Any, cfg: RepoConfig) -> Command | None:
-    """Re-check what triggered the job against the issue as it is now; Skip if it no longer holds."""
-    comment_id = comment_id_of(job.trigger)
-    if comment_id is not None:
-        comment = gh.comment(job.owner, job.name, comment_id)
-        command = parse_command(comment.body)
-        if command is None:
-            raise Skip("the comment is no longer a /spider command")
-        if is_bot(comment.user):
-            raise Skip("comment by a bot")
-        if not may_rerun(str(comment.author_association or "NONE"), comment.user, issue.user):
-            raise Skip("only the issue's author or repository members may run /spider")
-        return command
-    action = job.trigger.split(".", 1)[1]
-    if action not in cfg.triggers:
-        raise Skip(f"issues.{action} does not trigger a run here")
-    if issue.state != "open":
-        raise Skip("the issue is closed")
-    if is_bot(issue.user):
-        raise Skip("the issue was opened by a bot")
-    length = len(f"{issue.title}\n\n{issue.body or ''}".strip())
-    if length < cfg.min_issue_length:
-        raise Skip(f"the issue is shorter than {cfg.min_issue_length} characters")
-    return None
-
-
-def find_ours(comments: Iterable[IssueComment], app_id: int | None) -> IssueComment | None:
-    """Our comment on the issue: carries the marker, posted by a bot (this app, when known)."""
-    for c in comments:
-        if not (c.body or "").startswith(MARKER) or not is_bot(c.user):
-            continue
-        app = c.performed_via_github_app
-        if app and app_id is not None and getattr(app, "id", app_id) != app_id:
-            continue
-        return c
-    return None
-
-
-def publish(gh: GitHubClient, policy: RetryPolicy, job: IssueJob, body: str,
-            app_id: int | None) -> tuple[Status, int]:
-    """Create our comment, or edit it in place. A create that got no answer is retried
-    (up to the policy's attempts), each time after looking for the comment again.
-
-    Looking again matters when GitHub created a comment but the answer was lost (a 5xx
-    or a timeout): retrying the POST blindly would post a second comment. Listing and
-    editing retry by themselves and are not retried again here.
-    """
-
-    def attempt() -> tuple[Status, int]:
-        ours = find_ours(gh.comments(job.owner, job.name, job.issue_number), app_id)
-        if ours is None:
-            try:
-                created = gh.create_comment(job.owner, job.name, job.issue_number, body)
-            except GitHubUnavailable as exc:  # created or not: look again before retrying
-                raise _CreateUnanswered(str(exc)) from exc
-            log.info("comment created", extra={"comment_id": created.id})
-            return "created", created.id
-        if ours.body == body:
-            return "unchanged", ours.id
-        gh.update_comment(job.owner, job.name, ours.id, body)  # idempotent: retried inside
-        log.info("comment updated", extra={"comment_id": ours.id})
-        return "updated", ours.id
-
-    return policy.call("publish comment", attempt, only=_CreateUnanswered)
-
-
-class _CreateUnanswered(GitHubUnavailable):
-    """Creating the comment got no answer (5xx, timeout): it may exist all the same."""
 
 
 def could_not_finish(job: IssueJob, deps: Deps) -> Outcome:

@@ -40,7 +40,7 @@ from contract.metrics import RECORDER
 from contract.redis_client import redis_client
 from contract.settings import AppSettings
 from worker.errors import WorkerError
-from worker.github import RetryPolicy, _github
+from worker.github import RetryPolicy, github_api
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class AppWebhookDeliveries:
 
     def pages(self, max_pages: int) -> Iterator[list[HookDeliveryItem]]:
         """Pages of deliveries, newest first, at most ``max_pages`` of them."""
-        with _github(self._settings, self._auth()) as gh:
+        with github_api(self._settings, self._auth()) as gh:
             cursor: str | None = None
             for _ in range(max_pages):
                 resp = self._policy.call(
@@ -113,7 +113,7 @@ class AppWebhookDeliveries:
 
     def redeliver(self, delivery_id: int) -> None:
         """Ask GitHub to send one delivery again (it answers 202 and sends it shortly)."""
-        with _github(self._settings, self._auth()) as gh:
+        with github_api(self._settings, self._auth()) as gh:
             self._policy.call("redeliver webhook delivery",
                               lambda: gh.rest.apps.redeliver_webhook_delivery(delivery_id))
 

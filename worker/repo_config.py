@@ -20,6 +20,7 @@ which setting was wrong. (The key is ``triggers``, not ``on``: YAML 1.1 reads ``
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -28,6 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from contract.commands import MAX_K
 from spider.settings import parse_edges
+from worker.errors import GitHubRefused
+from worker.github import GitHubClient
+
+log = logging.getLogger(__name__)
 
 CONFIG_PATH = ".github/spider.yml"
 DEFAULT_SKIP_LABEL = "spider:skip"
@@ -109,6 +114,17 @@ def parse_config(text: str | None) -> LoadedConfig:
         return LoadedConfig(RepoConfig.model_validate(data), found=True)
     except ValidationError as exc:
         return LoadedConfig(RepoConfig(), found=True, problem=_describe(exc))
+
+
+def load_config(gh: GitHubClient, owner: str, name: str, branch: str) -> LoadedConfig:
+    """Read and validate the file on ``branch``; GitHub refusing to serve it counts as a
+    problem (the defaults apply), not as a failure of the job."""
+    try:
+        text = gh.file_text(owner, name, CONFIG_PATH, branch)
+    except GitHubRefused as exc:
+        log.warning("config unreadable", extra={"error": str(exc)})
+        return LoadedConfig(RepoConfig(), found=True, problem="GitHub would not serve it")
+    return parse_config(text)
 
 
 def _describe(exc: ValidationError) -> str:

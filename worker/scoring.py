@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -27,11 +27,13 @@ from contract.jobs import FixJob
 from contract.metrics import RECORDER
 from spider.comment.markdown import Markdown, code
 from spider.comment.render import MARKER, with_fix_line
-from worker import locks
+from spider.models import ordinal
+from worker import comments, locks
 from worker.closing import closed_issues
+from worker.deps import Deps
 from worker.errors import GitHubRefused
 from worker.github import GitHubClient
-from worker.pipeline import Deps, find_ours
+from worker.outcome import Outcome
 from worker.store import CommentRecord, ScoredFix, Store
 
 log = logging.getLogger(__name__)
@@ -41,19 +43,6 @@ _LIST_LINE = re.compile(
     r"^\s*(?P<rank>[0-9]+)\. \[(?P<fence>`+) ?(?P<name>.*?) ?(?P=fence)\]"
     r"\((?P<url>https?://[^)\s]+/blob/(?P<sha>[0-9a-f]{40}|[0-9a-f]{64})/(?P<path>[^#)\s]+)#L[0-9-L]+)\)"
 )
-
-
-@dataclass
-class FixOutcome:
-    """What a scoring job did (the task's result)."""
-
-    status: str  # "scored", "skipped"
-    reason: str = ""
-    recorded: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -101,12 +90,6 @@ def compare(listed: Sequence[str], k: int, changed: Iterable[str],
             ranks[target] = rank
     return Score(sorted(changed_set), ranks, {k_: v for k_, v in moved.items()
                                               if v in ranks}, k)
-
-
-def ordinal(n: int) -> str:
-    """1st, 2nd, 3rd, 4th, 11th, 21st..."""
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
 
 def short_name(node_id: str) -> str:
@@ -165,7 +148,7 @@ def parse_comment(body: str) -> tuple[str, list[str]] | None:
 # --- the job -----------------------------------------------------------------------------
 
 
-def score_fix(job: FixJob, deps: Deps, store: Store) -> FixOutcome:
+def score_fix(job: FixJob, deps: Deps, store: Store) -> Outcome:
     """Run one scoring job (see the module docstring)."""
     with deps.github(job.installation_id) as gh:
         if job.pull_number is not None:
@@ -173,24 +156,24 @@ def score_fix(job: FixJob, deps: Deps, store: Store) -> FixOutcome:
         assert job.issue_number is not None
         answered = _comment_of(gh, deps, store, job, job.issue_number)
         if answered is None:
-            return FixOutcome("skipped", "the app did not answer this issue")
+            return Outcome("skipped", "the app did not answer this issue")
         pulls = gh.closing_pull_numbers(job.owner, job.name, job.issue_number)
         if not pulls:
-            return FixOutcome("skipped", "no merged pull request known to have closed it "
+            return Outcome("skipped", "no merged pull request known to have closed it "
                                          "(the pull_request event scores keyword closes)")
-        out = FixOutcome("scored")
+        out = Outcome("scored")
         for number in pulls:
             res = _score_pull(gh, deps, store, job, number, only=job.issue_number)
-            out.recorded.extend(res.recorded)
+            out.fixes.extend(res.fixes)
         return out
 
 
 def _score_pull(gh: GitHubClient, deps: Deps, store: Store, job: FixJob, number: int,
-                only: int | None) -> FixOutcome:
+                only: int | None) -> Outcome:
     owner, name = job.owner, job.name
     pr = gh.pull_request(owner, name, number)
     if not pr.merged:
-        return FixOutcome("skipped", "the pull request was closed without being merged")
+        return Outcome("skipped", "the pull request was closed without being merged")
     host = urlparse(pr.html_url).netloc or "github.com"
     texts = [pr.title, pr.body or "", *gh.pull_commit_messages(owner, name, number)]
     issues = closed_issues(texts, job.repo, host=host)
@@ -201,17 +184,17 @@ def _score_pull(gh: GitHubClient, deps: Deps, store: Store, job: FixJob, number:
     if only is not None:
         issues = [n for n in issues if n == only] or [only]
     if not issues:
-        return FixOutcome("skipped", "the pull request closes no issue")
+        return Outcome("skipped", "the pull request closes no issue")
     answered = [(n, c) for n in issues if (c := _comment_of(gh, deps, store, job, n))]
     if not answered:
-        return FixOutcome("skipped", "the app answered none of the issues it closes")
+        return Outcome("skipped", "the app answered none of the issues it closes")
     files = gh.pull_files(owner, name, number)
     if len(files) > deps.settings.fix_max_files:
-        return FixOutcome("skipped", f"{len(files)} files changed, above "
+        return Outcome("skipped", f"{len(files)} files changed, above "
                                      f"SPIDER_FIX_MAX_FILES={deps.settings.fix_max_files}")
     patch = patch_of(files)
     base = pr.base.sha
-    out = FixOutcome("scored")
+    out = Outcome("scored")
     for issue_number, comment in answered:
         fix = store.fix(job.repo, issue_number, number)
         if fix is None:
@@ -231,11 +214,11 @@ def _score_pull(gh: GitHubClient, deps: Deps, store: Store, job: FixJob, number:
                                               "outcome": fix.outcome, "rank": fix.first_rank})
             else:  # another worker recorded it meanwhile: that record wins
                 fix = store.fix(job.repo, issue_number, number) or fix
-        out.recorded.append({"issue": issue_number, "pull": number, "outcome": fix.outcome,
+        out.fixes.append({"issue": issue_number, "pull": number, "outcome": fix.outcome,
                              "first_rank": fix.first_rank, "recall_at_k": fix.recall_at_k})
         if fix.outcome != "no_function_changed":
             score = compare(fix.listed_ids, fix.k, fix.changed_functions, fix.moved)
-            _edit_comment(gh, deps, job, comment.comment_id, fix_line(number, score))
+            _edit_comment(gh, job, comment.comment_id, fix_line(number, score))
     return out
 
 
@@ -246,7 +229,7 @@ def _comment_of(gh: GitHubClient, deps: Deps, store: Store, job: FixJob,
     if rec is not None:
         return rec
     try:
-        ours = find_ours(gh.comments(job.owner, job.name, issue_number), deps.settings.github_app_id)
+        ours = comments.find_ours(gh.comments(job.owner, job.name, issue_number), deps.settings.github_app_id)
     except GitHubRefused as exc:  # not an issue (404), or gone
         log.info("no comment to score", extra={"issue": issue_number, "error": str(exc)})
         return None
@@ -272,23 +255,13 @@ def _score(gh: GitHubClient, deps: Deps, repo: str, base: str, patch: str,
         then_co = (deps.mirrors.fetch_commit(repo, comment.commit_sha, gh.token)
                    if comment.commit_sha and comment.commit_sha != base else base_co)
     fix = spider.match_fix(spider.open_source(base_co.git_dir, base), patch,
-                           comment.listed_ids, s,
+                           comment.listed_ids, s.engine,
                            listed_at=spider.open_source(then_co.git_dir, then_co.sha))
     return compare(comment.listed_ids, comment.k, fix.changed, fix.moved)
 
 
-def _edit_comment(gh: GitHubClient, deps: Deps, job: FixJob, comment_id: int,
-                  line: Markdown) -> None:
+def _edit_comment(gh: GitHubClient, job: FixJob, comment_id: int, line: Markdown) -> None:
     """Put the fix line in our comment, in place (nothing sent when it is already there)."""
-    try:
-        current = gh.comment(job.owner, job.name, comment_id)
-    except GitHubRefused as exc:  # the comment was deleted: nothing to edit
-        log.info("comment gone, fix line not shown", extra={"error": str(exc)})
-        return
-    body = current.body or ""
-    if not body.startswith(MARKER):
-        return
-    new = with_fix_line(body, line)
-    if new != body:
-        gh.update_comment(job.owner, job.name, comment_id, new)
+    if comments.amend(gh, job.owner, job.name, comment_id,
+                      lambda body: with_fix_line(body, line)):
         log.info("comment updated with the fix", extra={"comment_id": comment_id})

@@ -22,7 +22,7 @@ redis_client = helpers.redis_client  # emptied before each test
 
 @pytest.fixture
 def settings(redis_url: str, tmp_path: Path) -> AppSettings:
-    return AppSettings(redis_url=redis_url, webhook_secret=SECRET, cache_dir=tmp_path,
+    return AppSettings(redis_url=redis_url, webhook_secret=SECRET,
                        webhook_max_body_bytes=64 * 1024, _env_file=None)
 
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from contract.settings import AppSettings, SettingsError
+from spider.settings import EngineSettings
 
 KEY = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n"
 
@@ -47,7 +49,8 @@ def test_worker_limits_and_selector() -> None:
         make(github_app_id=1, github_private_key=KEY, task_soft_time_limit_s=100,
              task_time_limit_s=100).check_worker()
     with pytest.raises(SettingsError, match="ANTHROPIC"):
-        make(github_app_id=1, github_private_key=KEY, selector="anthropic").check_worker()
+        make(github_app_id=1, github_private_key=KEY,
+             engine=EngineSettings(selector="anthropic")).check_worker()
     with pytest.raises(SettingsError, match="GIT_URL_TEMPLATE"):
         make(github_app_id=1, github_private_key=KEY, git_url_template="git@github.com:x").check_worker()
 
@@ -70,8 +73,24 @@ def test_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     s = AppSettings()
-    assert (s.redis_url, s.github_app_id, s.k) == ("redis://r:6379/1", 12, 7)
+    assert (s.redis_url, s.github_app_id, s.engine.k) == ("redis://r:6379/1", 12, 7)
     assert s.github_api_url == "https://ghe.example.com/api/v3"
     assert s.mirror_dir == Path("/var/cache/spider/mirrors")
-    assert s.anthropic_api_key is not None and s.anthropic_base_url == "http://127.0.0.1:9"
+    assert s.engine.anthropic_api_key is not None
+    assert s.engine.anthropic_base_url == "http://127.0.0.1:9"
     assert "sk-test" not in repr(s) and "PRIVATE KEY" not in repr(s)
+
+
+def test_engine_settings_are_composed_not_inherited(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's settings hold the engine's as one field, read from the same variables; an
+    engine knob passed at the top level is refused instead of silently dropped."""
+    monkeypatch.setenv("SPIDER_K", "10")
+    monkeypatch.setenv("SPIDER_FIRST_STAGE", "bm25")
+    s = make()
+    assert isinstance(s.engine, EngineSettings)
+    assert (s.engine.k, s.engine.first_stage) == (10, "bm25")
+    assert not hasattr(s, "k") and "k" not in AppSettings.model_fields
+    with pytest.raises(ValidationError):
+        make(k=3)
+    narrower = s.with_engine(k=3)
+    assert (narrower.engine.k, narrower.engine.first_stage, s.engine.k) == (3, "bm25", 10)

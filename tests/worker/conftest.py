@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from contract.settings import AppSettings
+from spider.settings import EngineSettings
 from spider_devkit.devstack import app_key_pair
 from spider_devkit.fake_github import FakeGitHub
 from tests.worker import helpers
@@ -50,9 +51,7 @@ def settings(fake: FakeGitHub, app_keys: tuple[str, str], redis_url: str, tmp_pa
         github_private_key=app_keys[0],
         github_api_url=fake.base_url,
         git_url_template=str(tmp_path / "origin" / "{owner}" / "{name}"),
-        cache_dir=tmp_path / "cache",
         github_backoff_s=0.01,
         github_max_inline_wait_s=5,
-        selector="none",
-        k=3,
+        engine=EngineSettings(cache_dir=tmp_path / "cache", selector="none", k=3),
     )

@@ -185,3 +185,17 @@ def test_every_call_is_counted_by_status(settings: AppSettings, redis_client: re
     raw = {k.decode(): int(float(v)) for k, v in redis_client.hgetall(METRICS_KEY).items()}
     calls = {k.split("|")[2]: v for k, v in raw.items() if k.startswith("c|spider_github_calls|")}
     assert calls == {"201": 1, "502": 1, "200": 1, "404": 1}  # token, 502, retry, missing issue
+
+
+def test_the_package_re_exports_its_public_names() -> None:
+    """``worker.github`` is split by concept; the names other modules import stay one
+    import away, and ``__all__`` lists exactly what the package exposes."""
+    import types
+
+    import worker.github as package
+
+    public = {n for n, v in vars(package).items()
+              if not n.startswith("_") and not isinstance(v, types.ModuleType)}
+    assert set(package.__all__) == public
+    for name in package.__all__:
+        assert getattr(package, name) is not None

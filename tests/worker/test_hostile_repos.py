@@ -79,7 +79,7 @@ def test_hostile_repository_gets_one_clean_comment(
         path = mirror / "hooks" / hook
         path.write_text(f"#!/bin/sh\ntouch {planted}\n")
         path.chmod(0o755)
-    deps = deps_for(settings.model_copy(update={"first_stage": "bm25", "k": 5}), redis_client,
+    deps = deps_for(settings.with_engine(first_stage="bm25", k=5), redis_client,
                     SpiderEngine())
 
     outcome = run_job(job(), deps)

@@ -124,7 +124,7 @@ def test_commit_message_and_graphql_references(deps: Deps, fake: FakeGitHub, rep
         body="No keyword here", commits=["format headers as given\n\nfixes #5"],
         closing_issues=[7])
     out = score_fix(FixJob(INSTALLATION, REPO, "p30", pull_number=30), deps, store)
-    assert sorted(r["issue"] for r in out.recorded) == [5, 7]
+    assert sorted(r["issue"] for r in out.fixes) == [5, 7]
     fix = store.fix(REPO, 5, 30)
     assert fix is not None and fix.outcome == "miss" and fix.first_rank is None
     assert fix.recall_at_k == 0.0
@@ -136,7 +136,7 @@ def test_closed_issue_finds_its_pull_request_through_graphql(deps: Deps, fake: F
     answered(deps, fake)
     pull_editing(repo_path, fake, 40, edit_read_headers(repo_path), body="", closing_issues=[5])
     out = score_fix(FixJob(INSTALLATION, REPO, "i5", issue_number=5), deps, store)
-    assert [r["pull"] for r in out.recorded] == [40]
+    assert [r["pull"] for r in out.fixes] == [40]
     assert store.fix(REPO, 5, 40) is not None
 
 

@@ -3,30 +3,31 @@ from __future__ import annotations
 import pytest
 import redis
 
+import worker.task_runner as runner
 import worker.tasks as tasks
 from contract.settings import AppSettings
 from worker.errors import GitHubRefused, GitHubUnavailable, RateLimited
-from worker.pipeline import Outcome
+from worker.outcome import Outcome
 
 
 def test_retry_delay_is_exponential_with_jitter_and_capped() -> None:
     s = AppSettings(_env_file=None, retry_backoff_s=10, retry_backoff_max_s=100)
     for retries in range(4):
-        d = tasks.retry_delay(GitHubUnavailable("x"), retries, s)
+        d = runner.retry_delay(GitHubUnavailable("x"), retries, s)
         assert 10 * 2**retries / 2 <= d <= min(10 * 2**retries, 100)
-    assert tasks.retry_delay(GitHubUnavailable("x"), 10, s) <= 100
+    assert runner.retry_delay(GitHubUnavailable("x"), 10, s) <= 100
 
 
 def test_retry_delay_honours_rate_limits() -> None:
     s = AppSettings(_env_file=None)
-    assert 120 < tasks.retry_delay(RateLimited("x", 120), 0, s) <= 125
+    assert 120 < runner.retry_delay(RateLimited("x", 120), 0, s) <= 125
 
 
 def test_a_message_may_start_a_capped_number_of_times(redis_client: redis.Redis) -> None:
-    assert tasks.first_starts(redis_client, "t1", 0, cap=2)
-    assert tasks.first_starts(redis_client, "t1", 0, cap=2)
-    assert not tasks.first_starts(redis_client, "t1", 0, cap=2)  # lost twice: dropped
-    assert tasks.first_starts(redis_client, "t1", 1, cap=2)  # a retry is a new start
+    assert runner.first_starts(redis_client, "t1", 0, cap=2)
+    assert runner.first_starts(redis_client, "t1", 0, cap=2)
+    assert not runner.first_starts(redis_client, "t1", 0, cap=2)  # lost twice: dropped
+    assert runner.first_starts(redis_client, "t1", 1, cap=2)  # a retry is a new start
 
 
 @pytest.fixture
@@ -111,7 +112,7 @@ def test_defer_delay_grows_is_capped_and_spread() -> None:
     s = AppSettings(_env_file=None, defer_delay_s=10, defer_delay_max_s=60)
     for n, base in [(0, 10), (1, 15), (2, 22.5), (10, 60)]:
         for _ in range(20):
-            assert base <= tasks.defer_delay(n, s) < 2 * base
+            assert base <= runner.defer_delay(n, s) < 2 * base
 
 
 def test_outcomes_and_durations_reach_the_metrics(fake_run: list[object],
@@ -158,11 +159,67 @@ def test_a_retry_redis_cannot_take_requeues_the_job_instead_of_dropping_it() -> 
 
     s = AppSettings(_env_file=None, max_retries=3)
     with pytest.raises(Reject) as err:
-        tasks._retry_or_fail(BrokerAway(), redis.ConnectionError("x"), 0, s, transient=True)
+        runner._retry_or_fail(BrokerAway(), redis.ConnectionError("x"), 0, s, transient=True)
     assert err.value.requeue is True
     from contract.jobs import IssueJob
     from worker.errors import Busy
 
     with pytest.raises(Reject) as err:
-        tasks._defer(BrokerAway(), Busy("lock"), IssueJob(**KW), 0, s)
+        runner._defer(BrokerAway(), Busy("lock"), IssueJob(**KW), 0, s)
     assert err.value.requeue is True
+
+
+@pytest.fixture
+def other_tasks(monkeypatch: pytest.MonkeyPatch, settings: AppSettings,
+                redis_client: redis.Redis) -> list[object]:
+    """The index and scoring tasks with their work replaced by a list of results."""
+    import worker.indexing
+    import worker.scoring
+
+    deps = type("D", (), {"settings": settings.model_copy(update={"max_deferrals": 1,
+                                                                  "fix_max_retries": 1}),
+                          "redis": redis_client, "store": None})()
+    monkeypatch.setattr(tasks, "deps", lambda: deps)
+    outcomes: list[object] = []
+
+    def work(*_: object) -> Outcome:
+        result = outcomes.pop(0)
+        if isinstance(result, BaseException):
+            raise result
+        return result  # type: ignore[return-value]
+
+    monkeypatch.setattr(worker.indexing, "run_index", work)
+    monkeypatch.setattr(worker.scoring, "score_fix", work)
+    return outcomes
+
+
+INDEX_KW = {"installation_id": 7, "repo": "acme/httpkit", "delivery_id": "d-i"}
+FIX_KW = {"installation_id": 7, "repo": "acme/httpkit", "delivery_id": "d-f", "pull_number": 3}
+
+
+def test_an_index_job_waits_its_turn_then_gives_up(other_tasks: list[object],
+                                                   redis_client: redis.Redis) -> None:
+    from contract.metrics import METRICS_KEY
+    from worker.errors import Busy
+
+    other_tasks.extend([Busy("repo lock"), Busy("repo lock")])
+    out = tasks.index_repository.apply(kwargs=INDEX_KW).get()
+    assert out["status"] == "skipped" and out["reason"].startswith("waited 1 times")
+    raw = {k.decode(): v.decode() for k, v in redis_client.hgetall(METRICS_KEY).items()}
+    assert raw["c|spider_index_jobs|deferred"] == "1" and raw["c|spider_index_jobs|failed"] == "1"
+
+
+def test_scoring_retries_a_held_lock_but_not_a_run_cut_short(other_tasks: list[object]) -> None:
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    from worker.errors import Busy
+
+    other_tasks.extend([Busy("repo lock"), Outcome(status="scored", fixes=[{"issue": 1}])])
+    assert tasks.score_fix.apply(kwargs=FIX_KW).get() == {"status": "scored", "reason": "",
+                                                          "fixes": [{"issue": 1}]}
+    other_tasks.extend([Busy("repo lock"), Busy("repo lock")])  # fix_max_retries=1
+    out = tasks.score_fix.apply(kwargs={**FIX_KW, "delivery_id": "d-g"}).get()
+    assert out["status"] == "failed" and "Busy" in out["reason"]
+    other_tasks.append(SoftTimeLimitExceeded())
+    out = tasks.score_fix.apply(kwargs={**FIX_KW, "delivery_id": "d-h"}).get()
+    assert out["status"] == "failed" and other_tasks == []
