@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import os
 import random
@@ -29,6 +30,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,7 @@ import redis
 from bot.signature import sign
 from spider_devkit.devstack import INSTALLATION_ID, DevStack
 from tests.load.jobs import DONE, queued_jobs
-from tests.worker.helpers import make_repo
+from tests.worker.helpers import git, make_repo
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 REPOS = ("acme/alpha", "acme/beta", "acme/gamma", "acme/delta")
@@ -121,6 +123,30 @@ def _about(p: dict[str, Any], repo: str, number: int) -> dict[str, Any]:
     return p
 
 
+def _push(stack: DevStack, repo: str) -> dict[str, Any]:
+    """A push of a served repository's head to its default branch (an index job)."""
+    served = stack.fake.repos[repo]
+    p = _sample("push")
+    p["repository"].update(id=served.id, full_name=repo, name=repo.split("/")[1],
+                           default_branch=served.default_branch)
+    p["ref"] = f"refs/heads/{served.default_branch}"
+    p["after"] = git(served.path, "rev-parse", "HEAD")
+    p["installation"]["id"] = INSTALLATION_ID
+    return p
+
+
+def _installation(stack: DevStack) -> dict[str, Any]:
+    """The app installed on every served repository (an index job each)."""
+    p = _sample("installation_created")
+    p["installation"]["id"] = INSTALLATION_ID
+    p["repositories"] = [
+        {"id": r.id, "node_id": f"R_{r.id}", "name": r.full_name.split("/")[1],
+         "full_name": r.full_name, "private": False}
+        for r in (stack.fake.repos[name] for name in REPOS)
+    ]
+    return p
+
+
 def plan(stack: DevStack, total: int, seed: int = 5) -> list[Delivery]:
     """``total`` deliveries of every kind, in a random order; issues and comments are filed
     on the fake GitHub first, as they would exist on GitHub."""
@@ -168,11 +194,19 @@ def plan(stack: DevStack, total: int, seed: int = 5) -> list[Delivery]:
         lambda repo, n: issue_event("locked", repo, n, "opened", locked=True),
     ]
     weights = [8, 4, 10, 4, 6, 10, 4, 4]
-    others = [("ping", "ping"), ("push", "push"), ("installation", "installation_created")]
+    # pushes and installations name the served repositories and the fake's installation,
+    # so their index jobs can succeed (the samples name a repository the fake does not
+    # serve); pushes take the repositories in turn, leaving the seeded mix as it was
+    pushed = itertools.cycle(REPOS)
+    others: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        ("ping", lambda: _sample("ping")),
+        ("push", lambda: _push(stack, next(pushed))),
+        ("installation", lambda: _installation(stack)),
+    ]
     while len(out) < total:
         if rng.random() < 0.15:
-            event, sample = rng.choice(others)
-            out.append(Delivery(event, str(uuid.uuid4()), _sample(sample), event))
+            event, payload = rng.choice(others)
+            out.append(Delivery(event, str(uuid.uuid4()), payload(), event))
         else:
             repo, n = rng.choice(issues)
             out.append(rng.choices(makers, weights)[0](repo, n))

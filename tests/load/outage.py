@@ -13,9 +13,11 @@ redelivery job (worker/redeliver.py, every ``--interval-s``) asks the fake to re
 each failed one, which it does with the same guid.
 
 It then waits (at most ``--timeout-s`` after Redis is back) until every delivery has a 2xx
-answer and every job queued has ended, and checks: every delivery accepted, every job
-``created``/``updated``/``unchanged``/``skipped``, every issue at most one comment (exactly
-one where a job commented), no comment created twice. Bounded in time and count,
+answer and every job queued has ended (each waited for under the Celery task id the bot
+answered: an index job's is ``index:<repo>:<guid>``, tests/load/jobs.py), and checks: every
+delivery accepted, every issue job ``created``/``updated``/``unchanged``/``skipped``, every
+index job ``indexed``/``skipped``, every issue at most one comment (exactly one where a job
+commented), no comment created twice. Bounded in time and count,
 loopback only. The engine is kept cheap (BM25, no selector, K=3).
 """
 
@@ -53,8 +55,9 @@ class OutageResult:
     refused: int = 0  # guids whose first attempt was not 2xx
     accepted: int = 0  # guids with a 2xx attempt in the end
     redeliveries: int = 0  # attempts the fake sent as redeliveries
-    jobs: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
+    jobs: int = 0  # issue and index jobs queued, each under the task id the bot answered
+    outcomes: Counter[str] = field(default_factory=Counter)  # issue jobs'
+    index_outcomes: Counter[str] = field(default_factory=Counter)  # index jobs' (push, install)
     all_done_after_back_s: float | None = None
     duplicates: int = 0  # comments created beyond one per issue
     problems: list[str] = field(default_factory=list)
@@ -150,7 +153,8 @@ def _check(stack: DevStack, guids: list[str], queued: dict[str, QueuedJob],
     if missing:
         result.problems.append(f"{len(missing)} job(s) never ended: {sorted(missing)}")
     for task_id, outcome in outcomes.items():
-        result.outcomes[outcome["status"]] += 1
+        counts = result.index_outcomes if queued[task_id].index else result.outcomes
+        counts[outcome["status"]] += 1
         if outcome["status"] not in queued[task_id].done:
             result.problems.append(f"job {task_id}: {outcome}")
     for (repo, n) in list(stack.fake.issues):
