@@ -123,6 +123,23 @@ def run_fit(
         typer.echo(f"wrote {target}")
 
 
+def _fit_dev(
+    spec: Fitting[_T, _W],
+    dataset: Sequence[Path],
+    repos: str,
+    out: Path,
+    only_repo: str | None,
+    settings: EngineSettings,
+    *,
+    write_weights: bool = False,
+    weights_file: Path | None = None,
+) -> None:
+    """:func:`run_fit` on the rows of ``dataset`` (``--only-repo`` applied), their
+    repositories found through the ``--repos`` template: the dev-data commands' one body."""
+    run_fit(spec, _instances(dataset, only_repo), template_resolver(repos), settings, out,
+            write_weights=write_weights, weights_file=weights_file)
+
+
 def _instances(
     dataset: Sequence[Path], only_repo: str | None, skip_repo: str | None = None
 ) -> list[Instance]:
@@ -389,15 +406,8 @@ def head(
         weights_file=WEIGHTS_FILE,
         min_repos=fitting.MIN_REPOS,
     )
-    run_fit(
-        spec,
-        _instances(dataset, only_repo),
-        template_resolver(repos),
-        engine_settings(k, cache_dir),
-        out,
-        write_weights=write_weights,
-        weights_file=weights_file,
-    )
+    _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(k, cache_dir),
+             write_weights=write_weights, weights_file=weights_file)
 
 
 @train_app.command("calibration")
@@ -427,15 +437,8 @@ def calibration(
         write=lambda cv, _cv, command, path: calibrating.write_calibration(cv, command, path),
         weights_file=CALIBRATION_FILE,
     )
-    run_fit(
-        spec,
-        _instances(dataset, only_repo),
-        template_resolver(repos),
-        engine_settings(k, cache_dir),
-        out,
-        write_weights=write_weights,
-        weights_file=weights_file,
-    )
+    _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(k, cache_dir),
+             write_weights=write_weights, weights_file=weights_file)
 
 
 @train_app.command("fusion")
@@ -453,13 +456,7 @@ def fusion(
     spec: Fitting[dict[str, Any], None] = Fitting(
         tuning.collect, lambda data, _k: tuning.cross_validate(data), "fusion-cv.json"
     )
-    run_fit(
-        spec,
-        _instances(dataset, only_repo),
-        template_resolver(repos),
-        engine_settings(tuning.K, cache_dir),
-        out,
-    )
+    _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(tuning.K, cache_dir))
 
 
 def main() -> None:

@@ -11,26 +11,14 @@ from typer.testing import CliRunner
 
 from spider.bench import cli
 from spider.dataset import Instance
+from tests.spider.rows import write_two_repo_dataset
 
 runner = CliRunner()
 
 
-def _row(iid: str, repo: str = "o/r") -> dict[str, Any]:
-    return {
-        "instance_id": iid,
-        "repo": repo,
-        "base_commit": "abc",
-        "problem_statement": "Title\nbody",
-        "edit_functions": ["a.py:f"],
-        "hints_text": "never used",
-    }
-
-
 @pytest.fixture()
 def dataset(tmp_path: Path) -> Path:
-    p = tmp_path / "d.jsonl"
-    p.write_text("\n".join(json.dumps(_row(i, r)) for i, r in [("a-1", "o/r"), ("b-2", "p/q")]))
-    return p
+    return write_two_repo_dataset(tmp_path / "d.jsonl", hints_text="never used")
 
 
 def test_dataset_form_parses(
