@@ -41,7 +41,7 @@ _LAZY = {
     "build_index": "spider.index",
     "count_source_files": "spider.graph",
     "fix_paths": "spider.fixes",
-    "locate": "spider.locate",
+    "locate": "spider.localize",
     "match_fix": "spider.fixes",
     "normalise_id": "spider.ids",
     "open_source": "spider.source",
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from spider.graph import count_source_files
     from spider.ids import normalise_id
     from spider.index import Index, build_index
-    from spider.locate import locate
+    from spider.localize import locate
     from spider.models import Hit, Issue, Localization, Reason
     from spider.settings import EngineSettings
     from spider.source import GIT_ENV, open_source

@@ -145,7 +145,7 @@ def locate(
     try:
         settings = _settings(k=k, selector=selector, edges=edges, first_stage=first_stage)
         from spider.index import build_index
-        from spider.locate import locate as run_locate
+        from spider.localize import locate as run_locate
 
         t0 = time.perf_counter()
         idx = build_index(_open(path, rev), settings, progress=sys.stderr.isatty())

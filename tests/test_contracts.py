@@ -56,3 +56,25 @@ def test_importing_the_facade_loads_nothing_heavy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT)
     assert out.stdout.strip() == ""
+
+
+def test_no_engine_module_shadows_a_facade_name() -> None:
+    """Importing ``spider.x`` binds the module to ``spider.x``: a facade name equal to a
+    module's would turn into that module after its first use (a worker's second job would
+    call a module)."""
+    engine = {m.name for m in pkgutil.iter_modules(spider.__path__)}
+    assert not set(spider.__all__) & engine
+
+
+def test_facade_names_stay_what_they_are_after_every_module_is_imported() -> None:
+    code = (
+        "import importlib, pkgutil, spider\n"
+        "first = {n: getattr(spider, n) for n in spider.__all__}\n"
+        "for m in pkgutil.iter_modules(spider.__path__):\n"
+        "    importlib.import_module('spider.' + m.name)\n"
+        "changed = [n for n in spider.__all__ if getattr(spider, n) is not first[n]]\n"
+        "print(','.join(changed))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    assert out.stdout.strip() == ""

@@ -75,7 +75,7 @@ def run_instance(
 ) -> list[dict[str, Any]]:
     """Index one instance's base commit and query it with each method; prediction rows."""
     from spider.index import build_index
-    from spider.locate import locate
+    from spider.localize import locate
     from spider.select.oracle import OracleSelector
 
     base = cfg.settings

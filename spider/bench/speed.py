@@ -126,7 +126,7 @@ def measure_speed(
 ) -> SpeedRun:
     """Measure one repository commit (see the module docstring); ``work`` holds the caches."""
     from spider.index import build_index
-    from spider.locate import locate
+    from spider.localize import locate
     from spider.retrieve.dense import Encoder, bundled_model_path
     from spider.retrieve.onnx_encoder import export_onnx
     from spider.source import GitSource

@@ -71,7 +71,7 @@ def collect(
 
 
 def fused(x: dict[str, Any], p: dict[str, float]) -> np.ndarray:
-    """The first-stage score of every function under parameters ``p`` (as spider.locate)."""
+    """The first-stage score of every function under parameters ``p`` (as spider.localize)."""
     k = int(p["fusion_k"])
     rrf = reciprocal_rank_fusion(
         [x["rd"], x["rb"], x["rf"]], [p["fusion_dense"], p["fusion_bm25"], p["fusion_file"]], k

@@ -75,7 +75,7 @@ def collect(
 ) -> list[FitRecord]:
     """Gather fit records (resumable: instances already in ``out/fit-data.jsonl`` are reused)."""
     from spider.expand import build_requests
-    from spider.locate import ranked_first_stage
+    from spider.localize import ranked_first_stage
 
     path = out / FIT_DATA
     out.mkdir(parents=True, exist_ok=True)

@@ -196,7 +196,7 @@ def first_stage(
 
     ``dense=False`` leaves the dense ranking out (what the cold path pools from).
     ``learned``: also compute what the learned stages' features read (:class:`FeatureInputs`:
-    the title's own ranks, file BM25 when it was not fused); ``spider.locate`` asks for
+    the title's own ranks, file BM25 when it was not fused); ``spider.localize.locate`` asks for
     them only when a learned model re-ranks."""
     issue = issue.clipped(settings.max_issue_chars)
     text = issue.text

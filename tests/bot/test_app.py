@@ -158,7 +158,7 @@ def test_importing_the_bot_loads_nothing_heavy() -> None:
         "import sys, bot.app\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in "
         "('torch', 'tree_sitter', 'tree_sitter_language_pack', 'sentence_transformers', 'numpy',"
-        " 'githubkit', 'worker') or m in ('spider.index', 'spider.locate')]\n"
+        " 'githubkit', 'worker') or m in ('spider.index', 'spider.localize')]\n"
         "print(heavy)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from spider.index import build_index
-from spider.locate import locate
+from spider.localize import locate
 from spider.models import Issue, PartialIndex
 from spider.retrieve.cache import EmbeddingCache, SqlEmbeddingCache, open_cache
 from spider.retrieve.dense import BACKENDS, Encoder, bundled_model_path, encoder_model_id

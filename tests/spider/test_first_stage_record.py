@@ -17,7 +17,7 @@ import spider.features
 from spider.errors import FeatureInputsMissing
 from spider.features import head_features, ranker_features
 from spider.index import Index
-from spider.locate import locate, ranked_first_stage
+from spider.localize import locate, ranked_first_stage
 from spider.models import BUNDLED_MODEL, Issue, PartialIndex
 from spider.retrieve.cold import pooled_dense_scores
 from spider.retrieve.first_stage import first_stage

@@ -13,7 +13,7 @@ from spider.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.index import Index
 from spider.learn.corpus import CorpusRow
 from spider.learn.ranker import Params, fit
-from spider.locate import locate
+from spider.localize import locate
 from spider.models import Issue
 from spider.pool_rank import Calibration, PoolRanker, dump_ranker
 from spider.retrieve.adapter import dump_adapter

@@ -12,7 +12,7 @@ from spider.errors import WeightsFormatError
 from spider.features import HEAD_FEATURES as FEATURES
 from spider.features import head_features as item_features
 from spider.index import Index
-from spider.locate import locate
+from spider.localize import locate
 from spider.models import Hit, Issue, Reason
 from spider.rerank import RerankWeights, default_weights, rerank_head
 from spider.retrieve.first_stage import first_stage

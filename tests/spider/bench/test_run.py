@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import spider.index as spider_index
-import spider.locate as spider_locate
+import spider.localize as spider_localize
 from spider.bench.config import BenchConfig
 from spider.bench.methods import parse_methods
 from spider.bench.report import render_tables, render_timings
@@ -68,7 +68,7 @@ def fake_locate(
 @pytest.fixture()
 def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     monkeypatch.setattr(spider_index, "build_index", fake_build_index)
-    monkeypatch.setattr(spider_locate, "locate", fake_locate)
+    monkeypatch.setattr(spider_localize, "locate", fake_locate)
     repo = init_repo(tmp_path / "repo")
     sha = commit_files(repo, {"m.py": CODE}, "base")
     return repo, sha
@@ -176,7 +176,7 @@ def test_rows_carry_expansion_accounting_and_missing_reads_as_missing(
         expansion = centres if settings.first_stage == "dense" else None
         return ExpandedLocalization(loc.hits, loc.settings, loc.timings, expansion)
 
-    monkeypatch.setattr(spider_locate, "locate", locate)
+    monkeypatch.setattr(spider_localize, "locate", locate)
     out = tmp_path / "out"
     cfg = BenchConfig(parse_methods("dense,bm25"), out, progress=False, warm=False)
     summary = run_benchmark(_instances(sha)[:2], fixed_resolver(repo), cfg)

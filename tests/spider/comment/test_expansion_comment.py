@@ -12,7 +12,7 @@ import pytest
 
 from spider.comment.render import build_view, render
 from spider.index import Index, build_index
-from spider.locate import locate
+from spider.localize import locate
 from spider.models import Issue
 from spider.select.offline import OfflineSelector, OfflineWeights
 from spider.settings import EngineSettings
