@@ -112,6 +112,7 @@ def locate(
     if not issue.text.strip():
         raise EmptyIssue("the issue has no title or body text to search with")
     selector = selector or make_selector(settings)
+    settings = settings.resolved(selector.name)  # auto selector/edges made concrete
     t0 = time.perf_counter()
     fs = ranked_first_stage(index, issue, settings, ranker=ranker)
     issue = fs.issue or issue  # cut at max_issue_chars once, by the first stage
@@ -123,6 +124,7 @@ def locate(
     pos = {ids[i]: int(i) for i in head}
     score_of = {ids[i]: float(fs.scores[i]) for i in head}
     shown = {ids[i]: r for r, i in enumerate(head, start=1)}
+    failed_before = selector.failures
     exp = run_expansion(
         index.graph, issue, ranked, score_of, settings, selector, pool_features(fs, ids, pool_n)
     )
@@ -188,6 +190,7 @@ def locate(
         timings=timings,
         expansion=exp.centres,
         selector_calls=len(exp.requests),
+        selector_failures=selector.failures - failed_before,
         confidence=confidence(fs, ranker),
     )
 

@@ -260,7 +260,7 @@ class RunSettings:
             rerank=rerank,
             ranked_depth=ranked_depth,
             selector=selector,
-            edges=tuple(settings.edges),
+            edges=settings.expansion_edges(selector),
             centres=settings.centres,
             depth=settings.depth,
             pool=settings.pool,
@@ -300,6 +300,7 @@ class Localization:
     timings: dict[str, float] = field(default_factory=dict)
     expansion: list[CentreExpansion] = field(default_factory=list)
     selector_calls: int = 0  # requests the selector judged (0: expansion did not run)
+    selector_failures: int = 0  # of those, calls that failed (they admitted nothing)
     confidence: float | None = None  # calibrated P(first hit is edited); None: not estimated
 
     def method(self) -> str:
@@ -328,16 +329,22 @@ class Localization:
             summary = self.expansion_summary()
             edges = ", ".join(s.edges) or "no"
             admitted = summary["admitted"] or "none"
-            steps.append(
+            step = (
                 f"graph expansion over {edges} edges: the {s.selector} selector was "
                 f"offered {summary['offered']} neighbours, {summary['outside']} of them outside "
                 f"the list, and admitted {admitted}"
             )
+            if self.selector_failures:
+                step += (
+                    f" ({self.selector_failures} of its {self.selector_calls} calls failed: "
+                    "those centres admitted nothing)"
+                )
+            steps.append(step)
         else:
             why = (
                 "selector none"
                 if s.selector == "none"
-                else "no edge types enabled"
+                else f"no edge types enabled for the {s.selector} selector"
                 if not s.edges
                 else "no centres"
             )
@@ -363,6 +370,7 @@ class Localization:
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "expansion": self.expansion_summary(),
             "selector_calls": self.selector_calls,
+            "selector_failures": self.selector_failures,
             "method": self.method(),
             "confidence": None if self.confidence is None else round(self.confidence, 4),
         }
