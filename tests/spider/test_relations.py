@@ -104,3 +104,16 @@ def test_locate_lists_relations_on_the_offline_default(root: Path, tmp_path: Pat
     listed = body.split("How this list was made")[0]
     some = next(iter(related.values()))
     assert some.words() in listed
+
+
+def test_an_admitted_items_route_in_plain_words() -> None:
+    inside = Reason("expand", centre="a.py:outer", edge="contains", hops=1,
+                    relation="defined inside")
+    assert inside.words(listed={"a.py:outer": 3}.get) == (
+        "found via contains from `outer` (listed 3rd), in which it is defined")
+    far = Reason("expand", centre="a.py:f", edge="invokes", hops=2,
+                 relation="reached through calls from")
+    assert far.words() == "found via invokes from `f`, 2 calls away"
+    near = Reason("expand", centre="a.py:f", edge="contains", hops=3, relation="near")
+    assert near.words() == "found via contains from `f`"
+    assert near.describe() == "found via contains from `f`, 3 hops"  # the details keep hops
