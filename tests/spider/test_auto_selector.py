@@ -140,7 +140,8 @@ def test_a_key_alone_runs_the_claude_selector_end_to_end(
     assert admitted, "no admitted item came back into the list"
     route = next(r for r in admitted[0]["reasons"] if r["kind"] == "expand")
     assert route["centre"] in {h["id"] for h in data["hits"]}
-    assert route["words"].endswith(f"`{route['centre'].split(':', 1)[1]}`")
+    centre = route["centre"].split(":", 1)[1]
+    assert route["words"].startswith(f"found via {route['edge']} from `{centre}`")
     assert "the anthropic selector was offered" in data["method"]
     assert "sk-test-key" not in out.stderr  # the key is never logged
 
