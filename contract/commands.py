@@ -1,4 +1,6 @@
-"""The ``/spider`` command in an issue comment: re-run, optionally with ``k=`` and ``edges=``.
+"""The ``/spider`` command in an issue comment: re-run, optionally with ``k=`` and ``edges=``
+(``contains``, ``invokes``, ``both``, ``none``, or ``auto``: whatever the selector that runs
+expands by default).
 
 Pure parsing. The first non-empty line of the comment must start with ``/spider``; the
 options follow on that line as ``key=value`` words. Bad options do not cancel the command:
@@ -9,8 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
-from spider.settings import parse_edges
+from spider.settings import parse_edges_setting
 
 COMMAND = "/spider"
 MAX_K = 50  # a longer list stops being a triage aid and makes the comment unwieldy
@@ -23,7 +26,7 @@ class Command:
     """A parsed ``/spider`` command: overrides for this run and any problems found."""
 
     k: int | None = None
-    edges: tuple[str, ...] | None = None
+    edges: tuple[str, ...] | Literal["auto"] | None = None
     problems: tuple[str, ...] = field(default=())
 
     def overrides(self) -> dict[str, object]:
@@ -45,7 +48,7 @@ def parse_command(body: str | None) -> Command | None:
     if not words or words[0].lower() != COMMAND:
         return None
     k: int | None = None
-    edges: tuple[str, ...] | None = None
+    edges: tuple[str, ...] | Literal["auto"] | None = None
     problems: list[str] = []
     for word in words[1:]:
         match = _OPTION.match(word.lower())
@@ -61,10 +64,10 @@ def parse_command(body: str | None) -> Command | None:
                 problems.append(f"ignored `{_tick_free(shown)}`: k must be 1 to {MAX_K}")
         elif key == "edges":
             try:
-                edges = parse_edges(value)
+                edges = parse_edges_setting(value)
             except ValueError:
                 problems.append(
-                    f"ignored `{_tick_free(shown)}`: edges is contains, invokes, both or none"
+                    f"ignored `{_tick_free(shown)}`: edges is contains, invokes, both, none or auto"
                 )
         else:
             problems.append(f"ignored `{_tick_free(shown)}`: known options are k and edges")

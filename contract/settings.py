@@ -280,7 +280,11 @@ class AppSettings(BaseSettings):
                 "still running would be handed to a second worker"
             )
         if self.engine.selector == "anthropic" and self.engine.anthropic_api_key is None:
-            raise SettingsError("selector=anthropic needs SPIDER_ANTHROPIC_API_KEY")
+            # only an explicit choice: the default (auto) runs offline without a key
+            raise SettingsError(
+                "SPIDER_SELECTOR=anthropic needs SPIDER_ANTHROPIC_API_KEY (unset "
+                "SPIDER_SELECTOR for auto: Claude with a key, the offline selector without)"
+            )
         if "{owner}" not in self.git_url_template and not Path(self.git_url_template).is_absolute():
             raise SettingsError(
                 "SPIDER_GIT_URL_TEMPLATE needs {owner} and {name}, or is one local path"

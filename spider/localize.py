@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from spider.errors import EmptyIssue
 from spider.expand import run_expansion
@@ -82,6 +83,63 @@ def relation(graph: CodeGraph, adm: Admission) -> str:
     return "near"
 
 
+# How a listed function relates to a higher-listed one, by edge type and direction: the
+# words read from the lower one ("called by `X`": X, listed above, calls it). Nesting comes
+# first: a function defined inside another is nearly always called by it too, and "defined
+# inside" says that and where it lives.
+_RELATIONS: tuple[tuple[str, bool, str], ...] = (
+    # (edge type, the partner is the edge's source, words)
+    ("contains", True, "defined inside"),
+    ("contains", False, "defines"),
+    ("invokes", True, "called by"),
+    ("invokes", False, "calls"),
+)
+
+
+def related_reasons(graph: CodeGraph, ids: Sequence[str]) -> dict[str, Reason]:
+    """For each listed function that the graph joins to a higher-listed one (a call either
+    way, or one defined inside the other), one ``related`` reason naming the highest-listed
+    such partner and its place in the list; functions with none are left out.
+
+    Computed from the list alone, whatever found its items: no selector is needed."""
+    g = graph.g
+    out: dict[str, Reason] = {}
+    for pos, node in enumerate(ids):
+        for rank, partner in enumerate(ids[:pos], start=1):
+            found = next(
+                (
+                    (edge, words)
+                    for edge, partner_is_source, words in _RELATIONS
+                    if (
+                        g.has_edge(partner, node, edge)
+                        if partner_is_source
+                        else g.has_edge(node, partner, edge)
+                    )
+                ),
+                None,
+            )
+            if found is not None:
+                edge, words = found
+                out[node] = Reason(
+                    kind="related", centre=partner, rank=rank, edge=edge, relation=words
+                )
+                break
+    return out
+
+
+def add_relations(graph: CodeGraph, hits: list[Hit]) -> None:
+    """Give every hit the graph joins to a higher-listed hit its ``related`` reason, just
+    before its rank; an item that expansion admitted already names its route, and keeps it
+    as its one relation."""
+    related = related_reasons(graph, [h.id for h in hits])
+    for hit in hits:
+        reason = related.get(hit.id)
+        if reason is None or any(r.kind == "expand" for r in hit.reasons):
+            continue
+        at = next((i for i, r in enumerate(hit.reasons) if r.technical), len(hit.reasons))
+        hit.reasons.insert(at, reason)
+
+
 def first_stage_reason(fs: FirstStage, idx: int, shown: int, score: float) -> Reason:
     """The ranker's reason for function ``idx``, with the rank a reader sees (``shown``).
 
@@ -112,6 +170,7 @@ def locate(
     if not issue.text.strip():
         raise EmptyIssue("the issue has no title or body text to search with")
     selector = selector or make_selector(settings)
+    settings = settings.resolved(selector.name)  # auto selector/edges made concrete
     t0 = time.perf_counter()
     fs = ranked_first_stage(index, issue, settings, ranker=ranker)
     issue = fs.issue or issue  # cut at max_issue_chars once, by the first stage
@@ -123,6 +182,7 @@ def locate(
     pos = {ids[i]: int(i) for i in head}
     score_of = {ids[i]: float(fs.scores[i]) for i in head}
     shown = {ids[i]: r for r, i in enumerate(head, start=1)}
+    failed_before = selector.failures
     exp = run_expansion(
         index.graph, issue, ranked, score_of, settings, selector, pool_features(fs, ids, pool_n)
     )
@@ -172,6 +232,7 @@ def locate(
                 reasons=reasons,
             )
         )
+    add_relations(index.graph, hits)
     timings = {"first_stage": t1 - t0, "expansion": t2 - t1, "total": t2 - t0}
     return Localization(
         commit=index.commit,
@@ -188,8 +249,16 @@ def locate(
         timings=timings,
         expansion=exp.centres,
         selector_calls=len(exp.requests),
+        selector_failures=selector.failures - failed_before,
         confidence=confidence(fs, ranker),
     )
 
 
-__all__ = ["evidence_reason", "first_stage_reason", "locate", "ranked_first_stage"]
+__all__ = [
+    "add_relations",
+    "evidence_reason",
+    "first_stage_reason",
+    "locate",
+    "ranked_first_stage",
+    "related_reasons",
+]

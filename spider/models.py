@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from spider.settings import EngineSettings
 
-ReasonKind = Literal["dense", "bm25", "hybrid", "mention", "traceback", "terms", "wording", "expand"]
+ReasonKind = Literal[
+    "dense", "bm25", "hybrid", "mention", "traceback", "terms", "wording", "expand", "related"
+]
 _RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 RANKER_KINDS = frozenset(_RANK_LABELS)  # reasons that are a ranker's rank, not evidence
 
@@ -26,6 +28,18 @@ def _frame(detail: str) -> str:
     if sep and line.isdigit() and path.endswith(".py"):
         return f'File "{path}", line {line}'
     return detail
+
+
+# How an admitted item relates to its centre (``Reason.relation``, from ``locate.relation``),
+# as the clause that ends its route: "found via invokes from `X` (listed 1st), which calls it".
+_ROUTE_CLAUSES = {
+    "called by": "which calls it",
+    "calls": "which it calls",
+    "defined inside": "in which it is defined",
+    "contains": "which is defined inside it",
+    "in the same class as": "in the same class",
+    "in the same file as": "in the same file",
+}
 
 
 def _backticks(text: str) -> str:
@@ -63,10 +77,13 @@ class Issue:
 class Reason:
     """Why a hit is in the list.
 
-    ``kind`` names the evidence; rankers fill ``rank``/``score``; expansion fills
-    ``centre`` (node id of the seed), ``edge``, ``hops`` and ``relation`` (how the hit
-    relates to the centre: ``called by``, ``calls``, ``inside``, ``contains``, ``beside``);
-    ``terms`` lists the issue's words the function shares in ``detail``.
+    ``kind`` names the evidence; rankers fill ``rank``/``score``; expansion (``expand``)
+    fills ``centre`` (node id of the seed), ``edge``, ``hops`` and ``relation`` (how the hit
+    relates to the centre: ``called by``, ``calls``, ``defined inside``, ``contains``, ``in
+    the same class as``, ...); ``related`` names a higher-listed function the graph joins it
+    to, whatever found it: ``centre`` is that function, ``rank`` its place in the list,
+    ``edge`` the edge type and ``relation`` one of ``called by``, ``calls``, ``defined
+    inside``, ``defines``; ``terms`` lists the issue's words the function shares in ``detail``.
 
     :meth:`describe` says it the technical way (ranks, edges: the collapsed details and
     the CLI table); :meth:`words` says it in plain words for the list itself, or ``None``
@@ -93,13 +110,21 @@ class Reason:
         plain: Callable[[str], str] = _as_is,
         listed: Callable[[str], int | None] | None = None,
     ) -> str | None:
-        """The evidence in plain words; ``listed`` gives a centre's position in the list."""
+        """The evidence in plain words; ``listed`` gives a function's position in the list
+        (without it, a related function's recorded ``rank`` is used)."""
         if self.kind == "expand" and self.centre is not None:
             centre = self.centre.split(":", 1)[-1]
-            relation = self.relation or f"found via {self.edge or 'an edge'} from"
             where = listed(self.centre) if listed else None
+            route = f"found via {plain(self.edge or 'an edge')} from {code(centre)}"
+            route += f" (listed {ordinal(where)})" if where else ""
+            clause = _ROUTE_CLAUSES.get(self.relation or "")
+            if clause is None and self.relation == "reached through calls from" and self.hops:
+                clause = f"{self.hops} calls away"
+            return f"{route}, {plain(clause)}" if clause else route
+        if self.kind == "related" and self.centre is not None and self.relation:
+            where = listed(self.centre) if listed else self.rank
             tail = f", listed {ordinal(where)}" if where else ""
-            return f"{plain(relation)} {code(centre)}{tail}"
+            return f"{plain(self.relation)} {code(self.centre.split(':', 1)[-1])}{tail}"
         if self.kind == "traceback":
             return (
                 f"in the traceback ({code(_frame(self.detail))})"
@@ -140,7 +165,7 @@ class Reason:
             if kind == "component" and what:
                 return f"named after {code(what)}, which the issue names"
             return f"{code(what)} is named in the issue" if what else "named in the issue"
-        if self.kind in ("traceback", "terms", "wording"):
+        if self.kind in ("traceback", "terms", "wording", "related"):
             return self.words(code, plain) or ""
         text = plain(f"{_RANK_LABELS.get(self.kind, self.kind)} rank {self.rank}")
         return text if self.detail is None else f"{text} ({plain(self.detail)})"
@@ -260,7 +285,7 @@ class RunSettings:
             rerank=rerank,
             ranked_depth=ranked_depth,
             selector=selector,
-            edges=tuple(settings.edges),
+            edges=settings.expansion_edges(selector),
             centres=settings.centres,
             depth=settings.depth,
             pool=settings.pool,
@@ -300,6 +325,7 @@ class Localization:
     timings: dict[str, float] = field(default_factory=dict)
     expansion: list[CentreExpansion] = field(default_factory=list)
     selector_calls: int = 0  # requests the selector judged (0: expansion did not run)
+    selector_failures: int = 0  # of those, calls that failed (they admitted nothing)
     confidence: float | None = None  # calibrated P(first hit is edited); None: not estimated
 
     def method(self) -> str:
@@ -328,16 +354,22 @@ class Localization:
             summary = self.expansion_summary()
             edges = ", ".join(s.edges) or "no"
             admitted = summary["admitted"] or "none"
-            steps.append(
+            step = (
                 f"graph expansion over {edges} edges: the {s.selector} selector was "
                 f"offered {summary['offered']} neighbours, {summary['outside']} of them outside "
                 f"the list, and admitted {admitted}"
             )
+            if self.selector_failures:
+                step += (
+                    f" ({self.selector_failures} of its {self.selector_calls} calls failed: "
+                    "those centres admitted nothing)"
+                )
+            steps.append(step)
         else:
             why = (
                 "selector none"
                 if s.selector == "none"
-                else "no edge types enabled"
+                else f"no edge types enabled for the {s.selector} selector"
                 if not s.edges
                 else "no centres"
             )
@@ -363,6 +395,7 @@ class Localization:
             "timings": {k: round(v, 4) for k, v in self.timings.items()},
             "expansion": self.expansion_summary(),
             "selector_calls": self.selector_calls,
+            "selector_failures": self.selector_failures,
             "method": self.method(),
             "confidence": None if self.confidence is None else round(self.confidence, 4),
         }

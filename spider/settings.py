@@ -15,11 +15,16 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from spider.cpu import default_encoder
 from spider.errors import InvalidSetting
 
-SelectorName = Literal["offline", "anthropic", "none", "oracle"]
+SelectorName = Literal["auto", "offline", "anthropic", "none", "oracle"]
+AUTO = "auto"  # selector/edges: chosen from whether an Anthropic key is configured
 FirstStage = Literal["dense", "bm25", "hybrid"]
 EncoderBackend = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
 
 EXPANDABLE_EDGES: frozenset[str] = frozenset({"contains", "invokes"})
+# The edges expanded when ``edges`` is auto and the Claude selector judges: the paper's best
+# setting (contains + invokes: Python 0.42 -> 0.60 Recall@20 on SWE-PolyBench). With the
+# offline selector auto means none: its admissions cost recall on the dev set (learning.md).
+LLM_EDGES: tuple[str, ...] = ("contains", "invokes")
 
 
 def onnx_exportable(model: str) -> bool:
@@ -88,7 +93,8 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 
 
 def parse_edges(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Turn ``"contains,invokes"`` / ``"both"`` / a list into a validated edge tuple."""
+    """Turn ``"contains,invokes"`` / ``"both"`` / ``"none"`` / a list into a validated edge
+    tuple (``"auto"`` is not an edge list: see :func:`parse_edges_setting`)."""
     if isinstance(value, str):
         items = [v.strip() for v in value.replace("+", ",").split(",") if v.strip()]
     else:
@@ -105,6 +111,15 @@ def parse_edges(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
+def parse_edges_setting(
+    value: str | list[str] | tuple[str, ...] | None,
+) -> tuple[str, ...] | Literal["auto"]:
+    """An ``edges`` setting: ``"auto"`` (or unset) kept as is, anything else as :func:`parse_edges`."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == AUTO):
+        return "auto"
+    return parse_edges(value)
+
+
 class EngineSettings(BaseSettings):
     """Settings of the localization engine (``SPIDER_`` environment variables)."""
 
@@ -115,17 +130,24 @@ class EngineSettings(BaseSettings):
     centres: int = Field(5, ge=0, le=50, description="top-ranked hits expanded (C)")
     depth: int = Field(4, ge=1, le=10, description="max hops along contains edges (d)")
     pool: int = Field(500, ge=1, description="first-stage list candidates must lie in (N)")
-    edges: Annotated[tuple[str, ...], NoDecode] = Field(
-        (),
-        description="edge types expanded: contains, invokes or both; none by default: on "
-        "the dev set the offline selector's admissions cost recall (README, Learning), so "
-        "expansion is opt-in (with SPIDER_SELECTOR=anthropic, or offline at that cost)",
+    edges: Annotated[tuple[str, ...] | Literal["auto"], NoDecode] = Field(
+        "auto",
+        description="edge types expanded: contains, invokes, both, none or auto; auto = "
+        "contains,invokes when the anthropic selector judges (the paper's method) and none "
+        "with the offline one (its admissions cost recall on the dev set: docs/learning.md); "
+        "an explicit value always wins, none included",
     )
     invokes_depth: int = Field(1, ge=1, le=4, description="max hops along invokes edges")
     invokes_neighbour_cap: int = Field(
         100, ge=1, description="best-ranked invokes neighbours explored per centre (paper: 100)"
     )
-    selector: SelectorName = "offline"
+    selector: SelectorName = Field(
+        "auto",
+        description="who judges graph neighbours: auto = anthropic when "
+        "SPIDER_ANTHROPIC_API_KEY is set, else offline; offline (a fitted model, no "
+        "network); anthropic (Claude, as in the paper; needs the key); none (no expansion); "
+        "oracle (benchmarks only)",
+    )
     placement: Literal["centre", "probability"] = Field(
         "probability",
         description="where admitted items go: below their centre (paper) or by estimated "
@@ -239,11 +261,21 @@ class EngineSettings(BaseSettings):
         return self.onnx_dir or self.cache_dir
 
     # --- anthropic selector ---
-    anthropic_api_key: SecretStr | None = None
-    anthropic_base_url: str = "https://api.anthropic.com"
-    anthropic_model: str = "claude-sonnet-4-20250514"
-    anthropic_timeout_s: float = Field(60.0, gt=0)
-    anthropic_max_retries: int = Field(3, ge=0)
+    anthropic_api_key: SecretStr | None = Field(
+        None,
+        description="an Anthropic API key: with it the default selector (auto) is Claude and "
+        "expansion over contains and invokes edges is on; never logged",
+    )
+    anthropic_base_url: str = Field(
+        "https://api.anthropic.com", description="the Messages API's base URL (a proxy, a test fake)"
+    )
+    anthropic_model: str = Field(
+        "claude-sonnet-4-20250514", description="the Claude model that judges (paper: Sonnet 4)"
+    )
+    anthropic_timeout_s: float = Field(60.0, gt=0, description="per-request timeout")
+    anthropic_max_retries: int = Field(
+        3, ge=0, description="retries of a failed call; then that centre admits nothing"
+    )
     anthropic_temperature: float | None = Field(
         0.1, ge=0, le=1, description="paper: 0.1; unset for models that reject it"
     )
@@ -254,8 +286,14 @@ class EngineSettings(BaseSettings):
 
     @field_validator("edges", mode="before")
     @classmethod
-    def _edges(cls, v: object) -> tuple[str, ...]:
-        return parse_edges(v)  # type: ignore[arg-type]
+    def _edges(cls, v: object) -> tuple[str, ...] | Literal["auto"]:
+        return parse_edges_setting(v)  # type: ignore[arg-type]
+
+    @field_validator("anthropic_api_key", mode="after")
+    @classmethod
+    def _key(cls, v: SecretStr | None) -> SecretStr | None:
+        # an empty SPIDER_ANTHROPIC_API_KEY= is no key: auto must not pick Claude for it
+        return v if v is not None and v.get_secret_value().strip() else None
 
     @field_validator("encoder", mode="after")
     @classmethod
@@ -284,9 +322,36 @@ class EngineSettings(BaseSettings):
         return self.rerank and self.first_stage == "hybrid"
 
     @property
+    def selector_name(self) -> str:
+        """The selector that runs: ``auto`` made concrete (anthropic with a key, else offline)."""
+        if self.selector != AUTO:
+            return self.selector
+        return "anthropic" if self.anthropic_api_key is not None else "offline"
+
+    def expansion_edges(self, selector: str | None = None) -> tuple[str, ...]:
+        """The edge types expanded: the explicit ``edges``, or for ``auto`` :data:`LLM_EDGES`
+        when ``selector`` (default: :attr:`selector_name`) is anthropic and none otherwise."""
+        if self.edges != AUTO:
+            return tuple(self.edges)
+        return LLM_EDGES if (selector or self.selector_name) == "anthropic" else ()
+
+    def resolved(self, selector: str | None = None) -> EngineSettings:
+        """These settings with ``auto`` made concrete (the selector, and the edges for
+        ``selector``, the name of the one that runs when the caller built it), so that every
+        later stage reads plain values; the same object when nothing is auto."""
+        update: dict[str, object] = {}
+        if self.selector == AUTO:
+            update["selector"] = self.selector_name
+        if self.edges == AUTO:
+            update["edges"] = self.expansion_edges(selector)
+        return self.model_copy(update=update) if update else self
+
+    @property
     def expands(self) -> bool:
         """Whether graph expansion runs at all (some edge type and at least one centre)."""
-        return bool(self.edges) and self.centres > 0 and self.selector != "none"
+        return (
+            bool(self.expansion_edges()) and self.centres > 0 and self.selector_name != "none"
+        )
 
 
 def _is_test_glob(glob: str) -> bool:

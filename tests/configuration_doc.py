@@ -59,7 +59,11 @@ def type_name(annotation: Any) -> str:
     """A reader's name for a field's type: ``int``, ``one of a, b``, ``list of str``."""
     inner, optional = _unwrap(annotation)
     origin = typing.get_origin(inner)
-    if origin is Literal:
+    if isinstance(inner, types.UnionType) or origin is typing.Union:  # list of str or `auto`
+        name = " or ".join(type_name(a) for a in typing.get_args(inner))
+    elif origin is Literal and len(typing.get_args(inner)) == 1:
+        name = f"`{typing.get_args(inner)[0]}`"
+    elif origin is Literal:
         name = "one of " + ", ".join(f"`{v}`" for v in typing.get_args(inner))
     elif origin in (list, tuple, set, frozenset):
         args = [a for a in typing.get_args(inner) if a is not Ellipsis]

@@ -152,7 +152,7 @@ def engine_settings(loaded: LoadedConfig, command: Command | None, settings: App
     if overrides.get("selector") == "anthropic" and settings.engine.anthropic_api_key is None:
         overrides.pop("selector")
         notes.append("`selector: anthropic` needs a key this installation does not have; "
-                     f"the `{settings.engine.selector}` selector was used.")
+                     f"the `{settings.engine.selector_name}` selector was used.")
     if command is not None:
         overrides.update(command.overrides())
         notes.extend(f"`/spider`: {p}." for p in command.problems)

@@ -4,8 +4,8 @@ Example::
 
     enabled: true            # false opts the whole repository out
     k: 10                    # functions listed (1-50)
-    selector: offline        # offline | none | anthropic (if the operator set a key)
-    edges: [contains, invokes]
+    selector: auto           # auto (anthropic with the operator's key, else offline) | offline | none | anthropic
+    edges: [contains, invokes]  # or none; auto (unset): contains + invokes with anthropic, none with offline
     include: ["src/**"]      # only these paths
     exclude: ["docs/**"]     # never these paths
     skip_label: "spider:skip"
@@ -28,7 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from contract.commands import MAX_K
-from spider.settings import parse_edges
+from spider.settings import parse_edges_setting
 from worker.errors import GitHubRefused
 from worker.github import GitHubClient
 
@@ -53,8 +53,8 @@ class RepoConfig(BaseModel):
 
     enabled: bool = True
     k: int | None = Field(None, ge=1, le=MAX_K)
-    selector: Literal["offline", "none", "anthropic"] | None = None
-    edges: tuple[str, ...] | None = None
+    selector: Literal["auto", "offline", "none", "anthropic"] | None = None
+    edges: tuple[str, ...] | Literal["auto"] | None = None  # None: the installation's
     include: list[Glob] = Field(default_factory=list, max_length=MAX_GLOBS)
     exclude: list[Glob] = Field(default_factory=list, max_length=MAX_GLOBS)
     skip_label: str = Field(DEFAULT_SKIP_LABEL, min_length=1, max_length=50)
@@ -65,8 +65,8 @@ class RepoConfig(BaseModel):
 
     @field_validator("edges", mode="before")
     @classmethod
-    def _edges(cls, v: Any) -> tuple[str, ...] | None:
-        return None if v is None else parse_edges(v)
+    def _edges(cls, v: Any) -> tuple[str, ...] | Literal["auto"] | None:
+        return None if v is None else parse_edges_setting(v)
 
     @field_validator("include", "exclude", mode="before")
     @classmethod

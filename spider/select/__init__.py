@@ -1,4 +1,5 @@
-"""Selectors that judge graph neighbours: offline (default), anthropic, none, oracle."""
+"""Selectors that judge graph neighbours: anthropic (the default with a key), offline (the
+default without one), none, oracle."""
 
 from __future__ import annotations
 
@@ -10,17 +11,19 @@ from spider.settings import EngineSettings
 
 
 def make_selector(settings: EngineSettings) -> Selector:
-    """The selector named by ``settings.selector`` (oracle needs ground truth: build it directly)."""
-    if settings.selector == "none":
+    """The selector named by ``settings.selector``, ``auto`` being anthropic when a key is
+    configured and offline otherwise (oracle needs ground truth: build it directly)."""
+    name = settings.selector_name
+    if name == "none":
         return NoSelector()
-    if settings.selector == "offline":
+    if name == "offline":
         return OfflineSelector()
-    if settings.selector == "anthropic":
+    if name == "anthropic":
         from spider.select.anthropic_selector import AnthropicSelector
 
         return AnthropicSelector(settings)
     raise InvalidSetting(
-        f"selector {settings.selector!r} cannot be built from settings alone "
+        f"selector {name!r} cannot be built from settings alone "
         "(the oracle needs ground truth; it is for benchmarks)"
     )
 

@@ -11,6 +11,7 @@ import html
 import json
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -111,6 +112,7 @@ class AnthropicSelector(Selector):
             )
         self.client = client
         self.failures = 0
+        self._failures_lock = threading.Lock()  # calls run in a thread pool
 
     def _one(self, req: SelectionRequest) -> list[str]:
         if not req.candidates:
@@ -130,7 +132,8 @@ class AnthropicSelector(Selector):
                 messages=[{"role": "user", "content": prompt}],
             )
         except Exception as exc:  # the SDK has already retried; any failure admits nothing
-            self.failures += 1
+            with self._failures_lock:
+                self.failures += 1
             log.warning("anthropic selector failed for %s: %s", req.centre, type(exc).__name__)
             return []
         text = "".join(

@@ -46,6 +46,7 @@ class Selector(ABC):
     """Base class: subclasses implement :meth:`_select`; :meth:`judge` is what callers use."""
 
     name: str = "selector"
+    failures: int = 0  # calls that failed and admitted nothing (a remote selector counts them)
 
     @abstractmethod
     def _select(self, requests: Sequence[SelectionRequest]) -> list[list[str]]:

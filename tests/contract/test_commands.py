@@ -21,6 +21,9 @@ def test_options() -> None:
     assert cmd.overrides() == {"k": 10, "edges": ("invokes",)}
     assert parse_command("/SPIDER edges=both").edges == ("contains", "invokes")
     assert parse_command("/spider edges=none").edges == ()
+    # auto: back to what the selector that runs expands by default (contains + invokes
+    # with the Claude selector, none with the offline one)
+    assert parse_command("/spider edges=auto").overrides() == {"edges": "auto"}
 
 
 @pytest.mark.parametrize(

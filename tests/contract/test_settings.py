@@ -51,6 +51,8 @@ def test_worker_limits_and_selector() -> None:
     with pytest.raises(SettingsError, match="ANTHROPIC"):
         make(github_app_id=1, github_private_key=KEY,
              engine=EngineSettings(selector="anthropic")).check_worker()
+    # the default (auto) needs no key: it runs the offline selector without one
+    make(github_app_id=1, github_private_key=KEY, engine=EngineSettings(selector="auto")).check_worker()
     with pytest.raises(SettingsError, match="GIT_URL_TEMPLATE"):
         make(github_app_id=1, github_private_key=KEY, git_url_template="git@github.com:x").check_worker()
 

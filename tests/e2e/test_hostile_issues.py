@@ -61,8 +61,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, anthropic: FakeAnthropic) ->
     make_repo(workdir / "repos" / REPO)
     env = {
         "SPIDER_K": str(K),
-        "SPIDER_SELECTOR": "anthropic",
-        "SPIDER_EDGES": "contains,invokes",  # expansion is off by default; the selector needs it
+        # the key alone: the default selector (auto) is then Claude, over contains + invokes
         "SPIDER_ANTHROPIC_API_KEY": ANTHROPIC_KEY,
         "SPIDER_ANTHROPIC_BASE_URL": anthropic.base_url,
         "SPIDER_ANTHROPIC_MAX_RETRIES": "0",

@@ -163,7 +163,7 @@ def _old_settings(settings: Any, **first: Any) -> dict[str, Any]:
         "rerank": first.get("rerank", False),
         "ranked_depth": first.get("ranked_depth", 0),
         "selector": first["selector"],
-        "edges": list(settings.edges),
+        "edges": list(settings.expansion_edges(first["selector"])),
         "centres": settings.centres,
         "depth": settings.depth,
         "pool": settings.pool,

@@ -113,6 +113,30 @@ def test_anthropic_without_a_key_falls_back_with_a_note() -> None:
     assert isinstance(keyed, Run) and keyed.settings.selector == "anthropic" and not keyed.notes
 
 
+def test_a_key_alone_runs_the_claude_selector_over_contains_and_invokes() -> None:
+    keyed = app(selector="auto", anthropic_api_key=SecretStr("sk-test"))
+    plan = decide(facts(), keyed)
+    assert isinstance(plan, Run) and plan.settings.selector_name == "anthropic"
+    assert plan.settings.expansion_edges() == ("contains", "invokes") and not plan.notes
+    # a repository that turns expansion off, or picks the offline selector, is obeyed
+    off = decide(facts(config="edges: none\n"), keyed)
+    assert isinstance(off, Run) and off.settings.expansion_edges() == () and not off.settings.expands
+    offline = decide(facts(config="selector: offline\n"), keyed)
+    assert isinstance(offline, Run) and offline.settings.selector_name == "offline"
+    assert offline.settings.expansion_edges() == ()  # auto edges follow the selector
+    # /spider edges=... wins over both
+    cmd = decide(facts(trigger="comment:9", config="edges: none\n",
+                       comment=CommentFacts("/spider edges=invokes", AUTHOR)), keyed)
+    assert isinstance(cmd, Run) and cmd.settings.expansion_edges() == ("invokes",)
+
+
+def test_a_repository_asking_for_claude_without_a_key_gets_the_auto_choice() -> None:
+    plan = decide(facts(config="selector: anthropic\n"), app(selector="auto"))
+    assert isinstance(plan, Run) and plan.settings.selector_name == "offline"
+    assert "`offline` selector was used" in plan.notes[0]
+    assert plan.settings.expansion_edges() == ()  # no key: no paid method, no offline expansion
+
+
 def command(body: str | None, author: Account | None = AUTHOR,
             association: str = "NONE") -> CommentFacts:
     return CommentFacts(body, author, association)

@@ -46,3 +46,10 @@ def test_broken_yaml_and_non_mappings() -> None:
 def test_bad_edges_message_is_kept() -> None:
     problem = parse_config("edges: imports\n").problem
     assert problem is not None and "`edges`" in problem
+
+
+def test_auto_and_an_explicit_none_are_told_apart() -> None:
+    auto = parse_config("selector: auto\nedges: auto\n").config
+    assert auto.overrides() == {"selector": "auto", "edges": "auto"}
+    assert parse_config("edges: none\n").config.overrides() == {"edges": ()}
+    assert "edges" not in parse_config("k: 5\n").config.overrides()  # unset: the installation's

@@ -115,7 +115,8 @@ def test_an_invokes_neighbour_outside_the_top_k_is_admitted_and_explained(index:
     body = render(build_view(loc, html_url="https://github.com/acme/httpkit", branch="main",
                              skip_label="spider:skip", app_name="spider-bot"))
     listed, details = body.split("How this list was made")
-    assert "called by `Session.send`, listed 1st" in listed
+    # the route, in the visible list: the edge, the centre and its place, in plain words
+    assert "found via invokes from `Session.send` (listed 1st), which calls it" in listed
     assert "found via invokes from `Session.send`" in details
     assert "and admitted 1" in body and "selector calls 1" in body
     assert loc.to_dict()["expansion"]["admitted"] == 1

@@ -34,7 +34,10 @@ def localization() -> Localization:
                         hops=1, relation="called by"),
                  Reason("hybrid", rank=31, detail="dense 40, BM25 12")]),
             Hit("httpkit/cookies.py:parse_cookie", "httpkit/cookies.py", "parse_cookie", 1, 1, 0.2,
-                [Reason("traceback", detail="httpkit/cookies.py:12"), Reason("hybrid", rank=2)]),
+                [Reason("traceback", detail="httpkit/cookies.py:12"),
+                 Reason("related", centre="httpkit/headers.py:parse_header", rank=2,
+                        edge="invokes", relation="called by"),
+                 Reason("hybrid", rank=2)]),
         ],
         settings=SETTINGS,
         timings={"first_stage": 0.25, "expansion": 0.5, "total": 0.75},
@@ -85,8 +88,10 @@ def test_plain_words_in_the_list_numbers_in_the_details() -> None:
     listed = body.split("<details>")[0]
     assert ("`Session.send` is named in the issue; matches the issue's terms (`timeout`, `send`); "
             "close to the issue's wording") in listed
-    assert "called by `Session.send`, listed 1st" in listed
-    assert 'in the traceback (`File "httpkit/cookies.py", line 12`)' in listed
+    # an admitted item's route, and a relation to a higher-listed item, in the list itself
+    assert "found via invokes from `Session.send` (listed 1st), which calls it" in listed
+    assert ('in the traceback (`File "httpkit/cookies.py", line 12`); '
+            "called by `parse_header`, listed 2nd") in listed
     assert "rank" not in listed and "BM25" not in listed
     details = body.split("How this list was made")[1]
     assert "2. `parse_header`: found via invokes from `Session.send`; hybrid rank 31" in details
