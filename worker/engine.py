@@ -6,7 +6,6 @@ tree-sitter) load on first use only, so importing the worker's other modules sta
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any, Protocol
 
 import spider
@@ -63,16 +62,7 @@ class SpiderEngine:
 
     def locate(self, index: Any, issue: Issue, settings: EngineSettings) -> Localization:
         """The K functions most likely to need an edit, with reasons."""
-        return engine_locate()(index, issue, settings)
-
-
-def engine_locate() -> Any:
-    """The facade's ``locate`` function. Importing the submodule ``spider.locate`` (which
-    the facade's first use of the name does) binds the package attribute ``spider.locate``
-    to that module, shadowing the lazy name: a second job in the same process called the
-    module (TypeError: 'module' object is not callable). Resolve past the shadow."""
-    found = spider.locate
-    return found.locate if isinstance(found, ModuleType) else found
+        return spider.locate(index, issue, settings)
 
 
 def _source(checkout: Checkout) -> Any:

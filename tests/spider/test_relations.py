@@ -10,7 +10,7 @@ import pytest
 from spider.comment.render import build_view, render
 from spider.graph import CodeGraph, build_graph
 from spider.index import build_index
-from spider.locate import locate, related_reasons
+from spider.localize import locate, related_reasons
 from spider.models import Issue, Reason
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
