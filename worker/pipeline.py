@@ -30,7 +30,7 @@ from spider.settings import EngineSettings
 from worker import locks, plan
 from worker.comments import find_ours, publish
 from worker.deps import Deps
-from worker.errors import Delayed, RepositoryTooLarge
+from worker.errors import Delayed, GitHubRefused, RepositoryTooLarge
 from worker.github import GitHubClient
 from worker.outcome import Outcome
 from worker.repo_config import load_config
@@ -75,8 +75,8 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
     """Read the facts, decide, and do what the plan says."""
     with deps.github(job.installation_id) as gh:
         seen = plan.Seen.from_dict(waited) if waited is not None else None
-        facts = read_facts(gh, job, seen=seen,
-                           installed_at=_installed_at(deps, gh, job))
+        facts = read_facts(gh, job, seen=seen, installed_at=_installed_at(deps, gh, job),
+                           rerun=cheaper or after_index)
         decision = plan.decide(facts, deps.settings, cheaper=cheaper)
         if isinstance(decision, plan.Skip):
             return Outcome(status="skipped", reason=decision.reason)
@@ -92,7 +92,7 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
 
 
 def read_facts(gh: GitHubClient, job: IssueJob, *, seen: plan.Seen | None = None,
-               installed_at: datetime | None = None) -> plan.Facts:
+               installed_at: datetime | None = None, rerun: bool = False) -> plan.Facts:
     """What :func:`worker.plan.decide` needs, read from GitHub as it is now: the
     repository, the issue, ``.github/spider.yml``, (for ``/spider``) the comment, and
     (after a ``delay_minutes`` wait, ``seen``) every comment of the issue."""
@@ -108,7 +108,7 @@ def read_facts(gh: GitHubClient, job: IssueJob, *, seen: plan.Seen | None = None
     return plan.Facts(trigger=job.trigger, repo=plan.repo_facts(repo),
                       issue=plan.issue_facts(issue), config=loaded,
                       comment=plan.comment_facts(comment) if comment is not None else None,
-                      installed_at=installed_at, waited=seen, comments=comments)
+                      installed_at=installed_at, waited=seen, comments=comments, rerun=rerun)
 
 
 def _hop(deps: Deps, seconds: float) -> float:
@@ -119,20 +119,21 @@ def _hop(deps: Deps, seconds: float) -> float:
 
 def _installed_at(deps: Deps, gh: GitHubClient, job: IssueJob) -> datetime | None:
     """When the app came to the repository (the later of the installation's creation and
-    the repository's addition), for the no-backfill rule; None when unknown (logged).
-    Only an edited or reopened issue can be older: an ``opened`` event, or a ``/spider``
-    command, needs no look."""
+    the repository's addition), for the no-backfill rule; None when GitHub will not say
+    (logged; a transient failure is raised, and the job retried). Only an edited or
+    reopened issue can be older: an ``opened`` event, or a ``/spider`` command, needs no
+    look."""
     if job.trigger not in ("issues.edited", "issues.reopened"):
         return None
-    try:
-        created = installs.installation_created_at(deps.redis, job.installation_id)
-        if created is None:
+    created = installs.installation_created_at(deps.redis, job.installation_id)
+    if created is None:
+        try:
             created = gh.installation_created_at()
-            installs.remember_installation_created(deps.redis, job.installation_id, created)
-        added = installs.repo_added_at(deps.redis, job.repo)
-    except Exception as exc:  # the rule is a courtesy: never fail the job over it
-        log.warning("installation time unknown", extra={"error": f"{type(exc).__name__}: {exc}"[:300]})
-        return None
+        except GitHubRefused as exc:  # e.g. a GitHub without the route: no rule, no failure
+            log.warning("installation time unknown", extra={"error": str(exc)[:300]})
+            return None
+        installs.remember_installation_created(deps.redis, job.installation_id, created)
+    added = installs.repo_added_at(deps.redis, job.repo)
     return max(created, added) if added is not None else created
 
 

@@ -89,6 +89,9 @@ class Facts:
     # The issue as the job first saw it, before its ``delay_minutes`` wait; None: not waited.
     waited: Seen | None = None
     comments: tuple[CommentFacts, ...] = ()  # the issue's comments, read after the wait only
+    # A run again of a job that has answered (after the full index; cheaper after the hard
+    # time limit): it never waits for ``delay_minutes`` a second time.
+    rerun: bool = False
 
 
 @dataclass(frozen=True)
@@ -233,7 +236,7 @@ def after_the_wait(facts: Facts) -> Plan | None:
     maintainer labelled, assigned or answered the issue meanwhile; else None (run)."""
     minutes = facts.config.config.delay_minutes
     if facts.waited is None:
-        if minutes <= 0:
+        if minutes <= 0 or facts.rerun:
             return None
         return Wait(minutes * 60, Seen(facts.issue.labels, facts.issue.assignees))
     reason = maintainer_triage(facts.issue, facts.waited, facts.comments)

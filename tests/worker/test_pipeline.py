@@ -257,3 +257,16 @@ def test_a_repository_added_later_counts_from_its_addition(
     installs.record_repos_added(deps.redis, [REPO], datetime(2025, 6, 1, tzinfo=UTC))
     outcome = run_job(job(2, trigger="issues.reopened", delivery="d2"), deps)
     assert outcome.status == "skipped" and "(2025-06-01)" in outcome.reason
+
+
+def test_a_github_without_the_installation_route_means_no_backfill_rule(
+        deps: Deps, fake: FakeGitHub, repo_path: Path) -> None:
+    _with_config(repo_path, "triggers: [opened, edited]\n")
+    fake.installation_created_at = "2026-06-01T00:00:00Z"
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY, created_at="2025-01-01T00:00:00Z")
+    fake.inject("GET", r"^/app/installations/\d+$", 404)
+    assert run_job(job(trigger="issues.edited"), deps).status == "created"
+    fake.add_issue(REPO, 2, "Header parsing loses values", BODY, created_at="2025-01-01T00:00:00Z")
+    fake.inject("GET", r"^/app/installations/\d+$", 503, times=100)
+    with pytest.raises(GitHubUnavailable):  # transient: the job is retried, not let through
+        run_job(job(2, trigger="issues.edited", delivery="d2"), deps)

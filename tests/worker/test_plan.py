@@ -245,3 +245,8 @@ def test_delay_minutes_is_bounded() -> None:
     assert parse_config("delay_minutes: 1440\n").config.delay_minutes == 1440
     loaded = parse_config("delay_minutes: 1441\n")
     assert loaded.problem is not None and "delay_minutes" in loaded.problem
+
+
+def test_a_rerun_of_an_answered_job_never_waits_again() -> None:
+    f = replace(facts(config="delay_minutes: 30\n"), rerun=True)
+    assert isinstance(decide(f, app()), Run)
