@@ -4,6 +4,9 @@ Pure: no network, no Redis. Only the fields the decision needs are parsed (unkno
 are ignored), so GitHub adding fields never breaks the bot. Rules that depend on the
 repository's ``.github/spider.yml`` (skip label, which actions trigger, minimum length)
 are applied by the worker, which reads that file; the bot drops what no config can enable.
+So is the no-backfill rule (``worker.plan.before_installation``): an issue delivery carries
+only the installation's id, not when the app came to the repository. The bot records when
+repositories are added to an existing installation (:attr:`EnqueueIndex.added`).
 """
 
 from __future__ import annotations
