@@ -171,5 +171,5 @@ def test_the_html_links_issues_and_pulls_escapes_text_and_counts_in_whole_number
 def test_spider_template_dir_overrides_the_report_file_by_file(tmp_path: Path) -> None:
     (tmp_path / "report.html.j2").write_text("<p>ours {{ generated }} {{ table | length }}</p>\n")
     page = render_html([], [], datetime(2026, 1, 2, tzinfo=UTC), template_dir=tmp_path)
-    assert page == "<p>ours 2026-01-02 00:00 UTC 0</p>\n"
+    assert page == "<p>ours 2026-01-02 00:00 UTC 0</p>"
     assert "<h1>" in render_html([], [], template_dir=tmp_path / "none-here")  # the shipped one
