@@ -35,13 +35,14 @@ COPY spider ./spider
 COPY contract ./contract
 COPY bot ./bot
 COPY worker ./worker
+COPY templates ./templates
 # The packages' own test suites are never used at run time: removed in the same layer.
 RUN pip install '.[report]' \
  && SP=$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
  && find "$SP" -type d -name tests -prune -exec rm -rf {} + \
  && python -c "import torch; assert torch.__version__.endswith('+cpu'), torch.__version__" \
  && python -c "import sklearn.linear_model, scipy.sparse, matplotlib.pyplot, onnxruntime, sqlalchemy, alembic, sympy, networkx, transformers" \
- && python -c "from importlib.resources import files; assert all(files(p).joinpath(f).is_file() for p, f in [('spider.comment', 'templates/comment.md.j2'), ('spider.comment', 'templates/too_large.md.j2'), ('spider.graph.resolve', 'stopwords.txt')]), 'package data missing'" \
+ && python -c "from importlib.resources import files; assert all(files(p).joinpath(f).is_file() for p, f in [('spider_templates', 'comment.md.j2'), ('spider_templates', 'too_large.md.j2'), ('spider_templates', 'report.html.j2'), ('spider.graph.resolve', 'stopwords.txt')]), 'package data missing'" \
  && HF_HUB_OFFLINE=1 python -c "from spider.retrieve.dense import bundled_model_path; from sentence_transformers import SentenceTransformer; SentenceTransformer(bundled_model_path(), device='cpu')"
 
 # The ONNX graphs of the bundled model, exported once here: queries are embedded through

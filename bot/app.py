@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import redis
@@ -36,7 +37,7 @@ from bot.errors import (
 )
 from bot.events import Acknowledge, Enqueue, EnqueueIndex, Ignore, route
 from bot.queue import CeleryEnqueuer, Enqueuer, make_publisher
-from contract import index_state, logs
+from contract import index_state, installs, logs
 from contract.metrics import RedisCollector
 from contract.redis_client import redis_client as make_redis
 from contract.settings import AppSettings, get_settings
@@ -218,6 +219,12 @@ def _enqueue_index(bot: BotState, decision: EnqueueIndex, delivery: str) -> dict
     the newest head when it runs). All or nothing: a failure forgets what it recorded."""
     if not bot.ledger.claim(delivery):
         return {"status": "duplicate", "reason": "delivery already queued"}
+    if decision.added:  # when they came: their older issues are never answered unasked
+        try:
+            installs.record_repos_added(bot.redis, decision.added, datetime.now(UTC))
+        except redis.RedisError as exc:
+            bot.ledger.release(delivery)
+            raise QueueUnavailable(f"Redis: {type(exc).__name__}") from exc
     queued: list[tuple[str, str]] = []  # (repo, task id)
     try:
         for job in decision.jobs:

@@ -4,6 +4,9 @@ Pure: no network, no Redis. Only the fields the decision needs are parsed (unkno
 are ignored), so GitHub adding fields never breaks the bot. Rules that depend on the
 repository's ``.github/spider.yml`` (skip label, which actions trigger, minimum length)
 are applied by the worker, which reads that file; the bot drops what no config can enable.
+So is the no-backfill rule (``worker.plan.before_installation``): an issue delivery carries
+only the installation's id, not when the app came to the repository. The bot records when
+repositories are added to an existing installation (:attr:`EnqueueIndex.added`).
 """
 
 from __future__ import annotations
@@ -103,9 +106,12 @@ class Enqueue:
 @dataclass(frozen=True)
 class EnqueueIndex:
     """Index these repositories ahead of their issues (answered 202): at most one job
-    waits per repository (``contract.index_state``), on the lowest-priority queue."""
+    waits per repository (``contract.index_state``), on the lowest-priority queue.
+    ``added``: repositories just added to an existing installation, whose addition time
+    the bot records (``contract.installs``: issues older than it are never backfilled)."""
 
     jobs: tuple[IndexJob, ...]
+    added: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -271,11 +277,14 @@ def _route_installation(event: str, p: EventPayload, delivery_id: str) -> Decisi
     names = [r.full_name for r in refs or []]
     if not names:
         return Acknowledge(f"{event} acknowledged (no repositories listed)")
-    return _enqueue_index(p, delivery_id, names[:MAX_INDEX_REPOS_PER_DELIVERY], "installation")
+    added = tuple(n for n in dict.fromkeys(names) if valid_repo(n)) \
+        if event == "installation_repositories" else ()
+    return _enqueue_index(p, delivery_id, names[:MAX_INDEX_REPOS_PER_DELIVERY], "installation",
+                          added=added)
 
 
 def _enqueue_index(p: EventPayload, delivery_id: str, repos: list[str], reason: str,
-                   sha: str = "") -> Decision:
+                   sha: str = "", added: tuple[str, ...] = ()) -> Decision:
     if p.installation is None:
         raise MalformedPayload("payload lacks installation: is this an app webhook?")
     try:
@@ -284,4 +293,4 @@ def _enqueue_index(p: EventPayload, delivery_id: str, repos: list[str], reason: 
                      for repo in dict.fromkeys(repos))
     except ValueError as exc:
         raise MalformedPayload(str(exc)) from exc
-    return EnqueueIndex(jobs)
+    return EnqueueIndex(jobs, added)

@@ -196,7 +196,8 @@ class AppSettings(BaseSettings):
     # --- rendering ---
     template_dir: Path | None = Field(
         None,
-        description="a directory whose comment.md.j2 / too_large.md.j2 override the shipped ones",
+        description="a directory whose templates (comment.md.j2, too_large.md.j2, "
+        "could_not_finish.md.j2, report.html.j2) override the shipped ones, file by file",
     )
     app_name: str = Field("spider-bot", description="shown in the comment")
 

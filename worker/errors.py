@@ -3,6 +3,7 @@
 The tree::
 
     WorkerError                     base of everything the worker raises on purpose
+    ├── Delayed                     not a failure: run the job again later (delay_minutes)
     ├── JobTransientError           retry the task later, with backoff
     │   ├── GitHubUnavailable       GitHub answered 5xx, timed out or was unreachable
     │   ├── RateLimited             GitHub asked us to wait (``retry_after`` seconds)
@@ -30,6 +31,17 @@ from spider import errors as engine_errors
 
 class WorkerError(Exception):
     """Base class for errors raised deliberately by the worker."""
+
+
+class Delayed(WorkerError):
+    """Not a failure: the job asks to run again in ``countdown`` seconds with these extra
+    keyword arguments (``delay_minutes`` in ``.github/spider.yml``). No slot is held
+    meanwhile: the task is published again with a countdown."""
+
+    def __init__(self, countdown: float, kwargs: dict[str, object]) -> None:
+        super().__init__(f"run again in {countdown:.0f} s")
+        self.countdown = countdown
+        self.kwargs = kwargs
 
 
 class JobTransientError(WorkerError):

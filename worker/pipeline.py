@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from contract import index_state
+from contract import index_state, installs
 from contract.jobs import IndexJob, IssueJob, comment_id_of
 from contract.metrics import RECORDER
 from spider.comment.render import (
@@ -29,7 +30,7 @@ from spider.settings import EngineSettings
 from worker import locks, plan
 from worker.comments import find_ours, publish
 from worker.deps import Deps
-from worker.errors import RepositoryTooLarge
+from worker.errors import Delayed, GitHubRefused, RepositoryTooLarge
 from worker.github import GitHubClient
 from worker.outcome import Outcome
 from worker.repo_config import load_config
@@ -40,14 +41,18 @@ ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue waits its turn later, 
 
 
 def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
-            after_index: bool = False) -> Outcome:
+            after_index: bool = False, waited: dict[str, Any] | None = None) -> Outcome:
     """Run one job in a slot of its installation and of its repository, under the issue's
     lock. A slot or lock held by others raises NotYourTurn (Throttled, Busy) and nothing
     has happened yet. ``cheaper``: the run after one that hit the hard time limit
     (:data:`worker.plan.CHEAPER_SETTINGS`). ``after_index``: the run again of a job
     answered from a partial index, once the full index is there (it never asks for
-    another run)."""
+    another run). ``waited``: the job has waited ``delay_minutes`` (``due``: until when,
+    epoch seconds) and what the issue had before (:class:`worker.plan.Seen`); before it is
+    due the job raises :class:`Delayed` again at once, reading nothing."""
     s = deps.settings
+    if waited is not None and float(waited.get("due", 0)) > time.time():
+        raise Delayed(_hop(deps, float(waited["due"]) - time.time()), {"waited": waited})
     ttl = s.lease_ttl_s
     started = time.perf_counter()
     with locks.slot(deps.redis, locks.installation_slots_name(job.installation_id),
@@ -56,7 +61,7 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
                        limit=s.max_jobs_per_repo, ttl_s=ttl), \
             locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
                        ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
-        outcome = _run(job, deps, started, cheaper, after_index)
+        outcome = _run(job, deps, started, cheaper, after_index, waited)
     if outcome.status == "skipped":
         log.info("job skipped", extra={"reason": outcome.reason})
     else:
@@ -66,30 +71,70 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
 
 
 def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
-         after_index: bool = False) -> Outcome:
+         after_index: bool = False, waited: dict[str, Any] | None = None) -> Outcome:
     """Read the facts, decide, and do what the plan says."""
     with deps.github(job.installation_id) as gh:
-        facts = read_facts(gh, job)
+        seen = plan.Seen.from_dict(waited) if waited is not None else None
+        facts = read_facts(gh, job, seen=seen, installed_at=_installed_at(deps, gh, job),
+                           rerun=cheaper or after_index)
         decision = plan.decide(facts, deps.settings, cheaper=cheaper)
         if isinstance(decision, plan.Skip):
             return Outcome(status="skipped", reason=decision.reason)
+        if isinstance(decision, plan.Wait):
+            due = time.time() + decision.seconds
+            log.info("job waits for the repository's delay", extra={"in_s": decision.seconds})
+            raise Delayed(_hop(deps, decision.seconds),
+                          {"waited": {**decision.seen.as_dict(), "due": due}})
         if isinstance(decision, plan.TooLarge):
             return _too_large(gh, deps, job, decision.skip_label, size_kb=decision.size_kb,
                               limit_kb=decision.limit_kb)
         return _answer(gh, deps, job, facts, decision, started, after_index)
 
 
-def read_facts(gh: GitHubClient, job: IssueJob) -> plan.Facts:
+def read_facts(gh: GitHubClient, job: IssueJob, *, seen: plan.Seen | None = None,
+               installed_at: datetime | None = None, rerun: bool = False) -> plan.Facts:
     """What :func:`worker.plan.decide` needs, read from GitHub as it is now: the
-    repository, the issue, ``.github/spider.yml`` and (for ``/spider``) the comment."""
+    repository, the issue, ``.github/spider.yml``, (for ``/spider``) the comment, and
+    (after a ``delay_minutes`` wait, ``seen``) every comment of the issue."""
     repo = gh.repository(job.owner, job.name)
     issue = gh.issue(job.owner, job.name, job.issue_number)
     loaded = load_config(gh, job.owner, job.name, repo.default_branch)
     comment_id = comment_id_of(job.trigger)
     comment = gh.comment(job.owner, job.name, comment_id) if comment_id is not None else None
+    comments: tuple[plan.CommentFacts, ...] = ()
+    if seen is not None:
+        comments = tuple(plan.comment_facts(c)
+                         for c in gh.comments(job.owner, job.name, job.issue_number))
     return plan.Facts(trigger=job.trigger, repo=plan.repo_facts(repo),
                       issue=plan.issue_facts(issue), config=loaded,
-                      comment=plan.comment_facts(comment) if comment is not None else None)
+                      comment=plan.comment_facts(comment) if comment is not None else None,
+                      installed_at=installed_at, waited=seen, comments=comments, rerun=rerun)
+
+
+def _hop(deps: Deps, seconds: float) -> float:
+    """One leg of a wait: at most half the broker's visibility timeout, or Redis would
+    hand the waiting message out again (a longer wait is several legs)."""
+    return max(1.0, min(seconds, deps.settings.visibility_timeout_s / 2))
+
+
+def _installed_at(deps: Deps, gh: GitHubClient, job: IssueJob) -> datetime | None:
+    """When the app came to the repository (the later of the installation's creation and
+    the repository's addition), for the no-backfill rule; None when GitHub will not say
+    (logged; a transient failure is raised, and the job retried). Only an edited or
+    reopened issue can be older: an ``opened`` event, or a ``/spider`` command, needs no
+    look."""
+    if job.trigger not in ("issues.edited", "issues.reopened"):
+        return None
+    created = installs.installation_created_at(deps.redis, job.installation_id)
+    if created is None:
+        try:
+            created = gh.installation_created_at()
+        except GitHubRefused as exc:  # e.g. a GitHub without the route: no rule, no failure
+            log.warning("installation time unknown", extra={"error": str(exc)[:300]})
+            return None
+        installs.remember_installation_created(deps.redis, job.installation_id, created)
+    added = installs.repo_added_at(deps.redis, job.repo)
+    return max(created, added) if added is not None else created
 
 
 def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run: plan.Run,

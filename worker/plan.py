@@ -10,6 +10,7 @@ shows. It never touches the network; ``worker.pipeline`` reads the facts and doe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from contract.commands import Command, parse_command
@@ -60,6 +61,8 @@ class IssueFacts:
     is_pull_request: bool = False
     labels: frozenset[str] = frozenset()
     author: Account | None = None
+    assignees: frozenset[str] = frozenset()
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,34 @@ class Facts:
     issue: IssueFacts
     config: LoadedConfig
     comment: CommentFacts | None = None  # read for a ``comment:<id>`` trigger only
+    # When the app was installed here (the installation's ``created_at``, or the time the
+    # repository was added to it, whichever is later); None: unknown, no backfill rule.
+    installed_at: datetime | None = None
+    # The issue as the job first saw it, before its ``delay_minutes`` wait; None: not waited.
+    waited: Seen | None = None
+    comments: tuple[CommentFacts, ...] = ()  # the issue's comments, read after the wait only
+    # A run again of a job that has answered (after the full index; cheaper after the hard
+    # time limit): it never waits for ``delay_minutes`` a second time.
+    rerun: bool = False
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the issue had when the job first looked, before it waited: labels and
+    assignees set then (by an issue template, say) are not a maintainer's triage."""
+
+    labels: frozenset[str] = frozenset()
+    assignees: frozenset[str] = frozenset()
+
+    def as_dict(self) -> dict[str, list[str]]:
+        """JSON form (a task's keyword argument)."""
+        return {"labels": sorted(self.labels), "assignees": sorted(self.assignees)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Seen:
+        """Back from :meth:`as_dict` (unknown keys ignored)."""
+        return cls(frozenset(map(str, data.get("labels") or ())),
+                   frozenset(map(str, data.get("assignees") or ())))
 
 
 # --- the decisions ------------------------------------------------------------------------
@@ -112,7 +143,15 @@ class Run:
     config_found: bool
 
 
-Plan = Skip | TooLarge | Run
+@dataclass(frozen=True)
+class Wait:
+    """Look again in ``seconds`` (``delay_minutes``), remembering what the issue had now."""
+
+    seconds: int
+    seen: Seen
+
+
+Plan = Skip | TooLarge | Run | Wait
 
 
 def decide(facts: Facts, settings: AppSettings, *, cheaper: bool = False) -> Plan:
@@ -127,6 +166,10 @@ def decide(facts: Facts, settings: AppSettings, *, cheaper: bool = False) -> Pla
         return Skip(reason)
     if cfg.skip_label in facts.issue.labels:
         return Skip(f"the issue has the {cfg.skip_label!r} label")
+    if command is None:  # an issue event; a `/spider` command is never held back
+        held = before_installation(facts) or after_the_wait(facts)
+        if held is not None:
+            return held
     if facts.repo.size_kb > settings.max_repo_kb:
         return TooLarge(facts.repo.size_kb, settings.max_repo_kb, cfg.skip_label)
     engine, notes = engine_settings(facts.config, command, settings, cheaper=cheaper)
@@ -169,6 +212,56 @@ def below_confidence(cfg: RepoConfig, confidence: float | None) -> Skip | None:
         return None
     return Skip(f"confidence {confidence:.2f} is below min_confidence "
                 f"{cfg.min_confidence:.2f} in {CONFIG_PATH}")
+
+
+# --- a maintainer's first hour: no backfill, a delay that lets people triage first -------
+
+# Who answers for the repository (GitHub's ``author_association`` of a comment): a comment
+# by anyone else (a "+1", the author's own follow-up) does not answer an issue.
+MAINTAINER_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+
+
+def before_installation(facts: Facts) -> Skip | None:
+    """A Skip for an issue opened before the app was installed on the repository (an old
+    issue edited or reopened): the app never backfills; ``/spider`` still answers it."""
+    opened, installed = facts.issue.created_at, facts.installed_at
+    if opened is None or installed is None or opened >= installed:
+        return None
+    return Skip(f"the issue was opened before the app was installed here "
+                f"({installed:%Y-%m-%d}); ask with /spider to have it answered")
+
+
+def after_the_wait(facts: Facts) -> Plan | None:
+    """With ``delay_minutes``: a :class:`Wait` on the first look; after it, a Skip when a
+    maintainer labelled, assigned or answered the issue meanwhile; else None (run)."""
+    minutes = facts.config.config.delay_minutes
+    if facts.waited is None:
+        if minutes <= 0 or facts.rerun:
+            return None
+        return Wait(minutes * 60, Seen(facts.issue.labels, facts.issue.assignees))
+    reason = maintainer_triage(facts.issue, facts.waited, facts.comments)
+    return Skip(reason) if reason is not None else None
+
+
+def maintainer_triage(issue: IssueFacts, seen: Seen,
+                      comments: tuple[CommentFacts, ...]) -> str | None:
+    """How a maintainer has dealt with the issue since the job first looked, or None.
+
+    A label or an assignee added since counts (only people with triage access can add
+    them); a comment counts when its author is the repository's (``OWNER``, ``MEMBER``,
+    ``COLLABORATOR``), is not the issue's author and is not a bot (this app included)."""
+    added = sorted(issue.labels - seen.labels)
+    if added:
+        return "a maintainer labelled it " + ", ".join(f"`{lbl}`" for lbl in added)
+    assigned = sorted(issue.assignees - seen.assignees)
+    if assigned:
+        return "assigned to " + ", ".join(f"@{login}" for login in assigned)
+    author = issue.author.login if issue.author is not None else None
+    for c in comments:
+        if (c.association in MAINTAINER_ASSOCIATIONS and c.author is not None
+                and c.author.login != author and not is_bot(c.author)):
+            return f"answered by @{c.author.login}"
+    return None
 
 
 def _skip_reason(facts: Facts) -> str | None:
@@ -230,9 +323,11 @@ def repo_facts(repo: Any) -> RepoFacts:
 def issue_facts(issue: Any) -> IssueFacts:
     """A githubkit ``Issue`` as :class:`IssueFacts`."""
     labels = frozenset(lbl if isinstance(lbl, str) else (lbl.name or "") for lbl in issue.labels)
+    assignees = frozenset(str(a.login) for a in (issue.assignees or ()) if a is not None)
     return IssueFacts(title=issue.title, body=issue.body or "", state=str(issue.state),
                       locked=bool(issue.locked), is_pull_request=bool(issue.pull_request),
-                      labels=labels, author=account(issue.user))
+                      labels=labels, author=account(issue.user), assignees=assignees,
+                      created_at=issue.created_at)
 
 
 def comment_facts(comment: Any) -> CommentFacts:

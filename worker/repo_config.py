@@ -13,6 +13,8 @@ Example::
     min_issue_length: 30     # characters of title + body below which an issue is skipped
     shown: 5                 # functions listed in full; the rest of k are collapsed
     min_confidence: 0.1      # stay silent when the first function's estimated chance is lower
+    delay_minutes: 30        # wait this long after an issue opens; stay silent when a
+                             # maintainer has labelled, assigned or answered it by then
 
 An unreadable or invalid file never stops a job: the defaults apply and the comment says
 which setting was wrong. (The key is ``triggers``, not ``on``: YAML 1.1 reads ``on`` as true.)
@@ -40,6 +42,7 @@ DEFAULT_MIN_ISSUE_LENGTH = 30  # shorter than a sentence: not enough to search w
 DEFAULT_SHOWN = 5  # a reader looks at the first few; the rest stay one click away
 MAX_GLOBS = 50  # each glob is matched against every path; keep a repo's list bounded
 MAX_GLOB_CHARS = 200
+MAX_DELAY_MINUTES = 24 * 60  # a day: past that the triage has happened, or will not
 MAX_PROBLEMS_SHOWN = 3  # the comment names the first few validation errors, not all
 
 Glob = Annotated[str, Field(min_length=1, max_length=MAX_GLOB_CHARS)]
@@ -62,6 +65,7 @@ class RepoConfig(BaseModel):
     min_issue_length: int = Field(DEFAULT_MIN_ISSUE_LENGTH, ge=0, le=10_000)
     shown: int = Field(DEFAULT_SHOWN, ge=1, le=MAX_K)
     min_confidence: float | None = Field(None, ge=0.0, le=1.0)  # None: always comment
+    delay_minutes: int = Field(0, ge=0, le=MAX_DELAY_MINUTES)  # 0: answer at once
 
     @field_validator("edges", mode="before")
     @classmethod

@@ -10,7 +10,6 @@ repository's own production history.
 
 from __future__ import annotations
 
-import html
 import io
 import json
 import statistics
@@ -90,10 +89,7 @@ TABLE_HEAD = ("repository", "issues answered", "fixes scored", "changed a functi
 def table_markdown(table: Sequence[RepoRow]) -> str:
     """The table as Markdown (for the terminal and the README)."""
     lines = ["| " + " | ".join(TABLE_HEAD) + " |", "|" + "---|" * len(TABLE_HEAD)]
-    for r in table:
-        cells = (r.repo, str(r.answered), str(r.scored), str(r.with_function),
-                 f"{r.hits} ({_fmt(r.hit_share, pct=True)})", _fmt(r.median_rank), _fmt(r.recall))
-        lines.append("| " + " | ".join(cells) + " |")
+    lines.extend("| " + " | ".join(_table_cells(r)) + " |" for r in table)
     return "\n".join(lines) + "\n"
 
 
@@ -110,8 +106,10 @@ def plots(fixes: Sequence[ScoredFix]) -> list[tuple[str, str]]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     matplotlib.rcParams["svg.hashsalt"] = "spider-bot"  # the same data draws the same file
+    matplotlib.rcParams["svg.fonttype"] = "none"  # labels as text: smaller, searchable
     changing = sorted((f for f in fixes if f.outcome != "no_function_changed"),
                       key=lambda f: aware(f.scored_at))
     out: list[tuple[str, str]] = []
@@ -139,6 +137,9 @@ def plots(fixes: Sequence[ScoredFix]) -> list[tuple[str, str]]:
         ax.bar([HIST_MAX_RANK + 1.5], [misses], color="grey", label="none listed")
     ax.set_xlabel("rank of the first listed function the fix changed")
     ax.set_ylabel("fixes")
+    # ranks and counts are whole numbers: no tick at 0.5 fixes or rank 2.5
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title("Rank of the first hit")
     ax.legend(loc="upper right")
     out.append(("Rank of the first hit", _svg(fig)))
@@ -146,44 +147,58 @@ def plots(fixes: Sequence[ScoredFix]) -> list[tuple[str, str]]:
     return out
 
 
-def write_html(path: Path, table: Sequence[RepoRow], fixes: Sequence[ScoredFix],
-               generated: datetime | None = None) -> None:
-    """A self-contained HTML report: the table, the plots, the fixes."""
+REPORT_TEMPLATE = "report.html.j2"
+GITHUB = "https://github.com"  # issue and pull request links (the store keeps owner/name)
+
+
+def issue_url(repo: str, number: int) -> str:
+    """The issue's page on GitHub."""
+    return f"{GITHUB}/{repo}/issues/{number}"
+
+
+def pull_url(repo: str, number: int) -> str:
+    """The pull request's page on GitHub."""
+    return f"{GITHUB}/{repo}/pull/{number}"
+
+
+def _table_cells(r: RepoRow) -> tuple[str, ...]:
+    return (r.repo, str(r.answered), str(r.scored), str(r.with_function),
+            f"{r.hits} ({_fmt(r.hit_share, pct=True)})", _fmt(r.median_rank), _fmt(r.recall))
+
+
+def render_html(table: Sequence[RepoRow], fixes: Sequence[ScoredFix],
+                generated: datetime | None = None, template_dir: Path | None = None) -> str:
+    """The report page from ``templates/report.html.j2`` (autoescaped: repository names,
+    function names and outcomes are text; only the plots' SVG, drawn here, is markup).
+    ``template_dir``: ``SPIDER_TEMPLATE_DIR``, whose ``report.html.j2`` overrides it."""
+    import jinja2
+    from markupsafe import Markup
+
+    from spider.comment.render import template_loader
+
     try:
-        figures = plots(fixes)
+        figures = [{"title": t, "svg": Markup(svg)} for t, svg in plots(fixes)]
     except ImportError:
         figures = []
-    e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in TABLE_HEAD)
-    body_rows = "".join(
-        "<tr>" + "".join(f"<td>{e(c)}</td>" for c in (
-            r.repo, str(r.answered), str(r.scored), str(r.with_function),
-            f"{r.hits} ({_fmt(r.hit_share, pct=True)})", _fmt(r.median_rank), _fmt(r.recall)))
-        + "</tr>" for r in table)
-    fix_rows = "".join(
-        "<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in (
-            f.repo, f"#{f.issue_number}", f"#{f.pull_number}", f.outcome,
-            f.first_rank if f.first_rank is not None else "–", _fmt(f.recall_at_k), f.k,
-            ", ".join(f.changed_functions[:5]), aware(f.scored_at).strftime("%Y-%m-%d %H:%M")))
-        + "</tr>" for f in fixes)
-    figs = "".join(f"<h2>{e(t)}</h2>\n<figure>{svg}</figure>\n" for t, svg in figures) \
-        or "<p>(plots need matplotlib: pip install 'spider-bot[report]')</p>"
+    env = jinja2.Environment(loader=template_loader(template_dir), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    fix_rows = [{
+        "repo": f.repo, "issue": f.issue_number, "issue_url": issue_url(f.repo, f.issue_number),
+        "pull": f.pull_number, "pull_url": pull_url(f.repo, f.pull_number), "outcome": f.outcome,
+        "first_rank": f.first_rank if f.first_rank is not None else "–",
+        "recall": _fmt(f.recall_at_k), "k": f.k, "changed": ", ".join(f.changed_functions[:5]),
+        "scored": aware(f.scored_at).strftime("%Y-%m-%d %H:%M"),
+    } for f in fixes]
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    path.write_text(f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>spider-bot report</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:left}}
-figure{{margin:0}}</style></head><body>
-<h1>spider-bot: did the fix touch a listed function?</h1>
-<p>Generated {e(when)}. A fix is a merged pull request that closed an issue the app had
-answered; its changed functions are those of the base-commit graph its hunks touch.</p>
-<table><thead><tr>{head}</tr></thead><tbody>{body_rows}</tbody></table>
-{figs}<h2>Fixes</h2>
-<table><thead><tr><th>repository</th><th>issue</th><th>pull request</th><th>outcome</th>
-<th>first rank</th><th>Recall@K</th><th>K</th><th>changed functions</th><th>scored</th></tr></thead>
-<tbody>{fix_rows}</tbody></table>
-</body></html>
-""", encoding="utf-8")
+    return env.get_template(REPORT_TEMPLATE).render(
+        generated=when, head=TABLE_HEAD, table=[_table_cells(r) for r in table],
+        figures=figures, fixes=fix_rows)
+
+
+def write_html(path: Path, table: Sequence[RepoRow], fixes: Sequence[ScoredFix],
+               generated: datetime | None = None, template_dir: Path | None = None) -> None:
+    """A self-contained HTML report: the table, the plots, the fixes (:func:`render_html`)."""
+    path.write_text(render_html(table, fixes, generated, template_dir), encoding="utf-8")
 
 
 def export_rows(fixes: Sequence[ScoredFix]) -> list[dict[str, Any]]:

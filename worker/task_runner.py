@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import redis
 from celery import Task
@@ -27,7 +27,7 @@ from contract.jobs import Job
 from contract.metrics import RECORDER
 from contract.settings import AppSettings
 from worker.deps import Deps
-from worker.errors import NotYourTurn, RateLimited, is_transient
+from worker.errors import Delayed, NotYourTurn, RateLimited, is_transient
 from worker.outcome import Outcome, Status
 
 log = logging.getLogger(__name__)
@@ -64,14 +64,15 @@ FIX_TASK = TaskKind("scoring", lambda s: s.fix_max_retries, defers=False,
 
 
 def run_task(task: Task, kind: TaskKind, d: Deps, job: Job, work: Callable[[Deps], Outcome],
-             *, deferrals: int = 0, starts_id: str | None = None,
+             *, deferrals: int = 0, delays: int = 0, starts_id: str | None = None,
              **log_fields: Any) -> dict[str, Any]:
     """Run ``work`` as one attempt of ``task`` and return the result to store: the
     outcome's JSON form, or a failed one; raise Celery's Retry to run again later.
-    ``starts_id``: the id this message's starts are counted under (default: the task id)."""
+    ``starts_id``: the id this message's starts are counted under (default: the task id);
+    ``delays``: the legs of a ``delay_minutes`` wait so far (like deferrals, no failure)."""
     settings = d.settings
     retries = int(task.request.retries or 0)
-    failures = max(0, retries - deferrals)
+    failures = max(0, retries - deferrals - delays)
     started = time.perf_counter()
     ended = "failed"
     with logs.bind(**log_fields, attempt=failures + 1):
@@ -83,6 +84,9 @@ def run_task(task: Task, kind: TaskKind, d: Deps, job: Job, work: Callable[[Deps
                     return Outcome(kind.lost_status,
                                    "its worker was lost repeatedly").as_dict()
                 result = work(d)
+            except Delayed as exc:
+                ended = "delayed"
+                _delay(task, exc, job, delays)
             except Exception as exc:
                 if kind.defers and isinstance(exc, NotYourTurn):
                     ended = "deferred"  # unless _defer gives up and returns
@@ -151,6 +155,18 @@ def _defer(task: Task, exc: NotYourTurn, job: Job, deferrals: int, settings: App
     with _requeue_if_the_broker_is_away():
         raise task.retry(countdown=delay, kwargs={**_current_kwargs(task), **job.as_kwargs(),
                                                   "deferrals": deferrals + 1},
+                         max_retries=None) from exc
+
+
+def _delay(task: Task, exc: Delayed, job: Job, delays: int) -> NoReturn:
+    """Publish the job again after the wait it asked for (``delay_minutes``): a message
+    with a countdown, no slot or lock held meanwhile, no retry used up."""
+    log.info("job waits before it looks again",
+             extra={"in_s": round(exc.countdown, 1), "delays": delays + 1})
+    with _requeue_if_the_broker_is_away():
+        raise task.retry(countdown=exc.countdown,
+                         kwargs={**_current_kwargs(task), **job.as_kwargs(), **exc.kwargs,
+                                 "delays": delays + 1},
                          max_retries=None) from exc
 
 

@@ -121,20 +121,22 @@ def after_hard_time_limit(task: Task, exc: BaseException, task_id: str,
           max_retries=None)  # the limits are ours: failures and deferrals are counted apart
 def localize_issue(self: Task, installation_id: int, repo: str, issue_number: int,
                    delivery_id: str, trigger: str, deferrals: int = 0,
-                   hard_limit_hits: int = 0, after_index: bool = False) -> dict[str, Any]:
+                   hard_limit_hits: int = 0, after_index: bool = False,
+                   waited: dict[str, Any] | None = None, delays: int = 0) -> dict[str, Any]:
     """Localize one issue and post or update its comment (``after_index``: again, once the
-    full index of a repository it answered from a partial index is there)."""
+    full index of a repository it answered from a partial index is there; ``waited``:
+    after the repository's ``delay_minutes``, see ``worker.pipeline.run_job``)."""
     job = IssueJob(installation_id, repo, issue_number, delivery_id, trigger)
 
     def work(d: Deps) -> Outcome:
         if hard_limit_hits >= HARD_LIMIT_RUNS:  # killed twice: only say so
             return could_not_finish(job, d)
         if hard_limit_hits:
-            return run_job(job, d, cheaper=True)
-        return run_job(job, d, after_index=after_index)
+            return run_job(job, d, cheaper=True, waited=waited)
+        return run_job(job, d, after_index=after_index, waited=waited)
 
     starts_id = str(self.request.id) + (f"/h{hard_limit_hits}" if hard_limit_hits else "")
-    return run_task(self, ISSUE_TASK, deps(), job, work, deferrals=deferrals,
+    return run_task(self, ISSUE_TASK, deps(), job, work, deferrals=deferrals, delays=delays,
                     starts_id=starts_id, delivery_id=delivery_id, repo=repo,
                     issue=issue_number, trigger=trigger)
 

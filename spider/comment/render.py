@@ -8,6 +8,7 @@ nothing is posted.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from spider.comment.markdown import Markdown, code, inline, plain
 from spider.errors import RenderError
 from spider.models import Hit, Localization, PartialIndex, Reason
 
+# The templates live in the top-level ``templates/`` folder, installed as this package.
+TEMPLATES_PACKAGE = "spider_templates"
 TEMPLATE = "comment.md.j2"
 TOO_LARGE_TEMPLATE = "too_large.md.j2"
 COULD_NOT_FINISH_TEMPLATE = "could_not_finish.md.j2"
@@ -274,16 +277,32 @@ def build_could_not_finish_view(*, app_name: str, skip_label: str,
                               skip_label=code(skip_label))
 
 
+def shipped_templates() -> Path:
+    """The folder of the shipped templates: the top-level ``templates/`` of a source tree
+    (a checkout, an editable install), else the installed :data:`TEMPLATES_PACKAGE`."""
+    source = Path(__file__).resolve().parents[2] / "templates"
+    if (source / TEMPLATE).is_file():
+        return source
+    spec = importlib.util.find_spec(TEMPLATES_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RenderError(f"the templates are not installed (no {TEMPLATES_PACKAGE} package)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def template_loader(template_dir: str | Path | None = None) -> jinja2.BaseLoader:
+    """The shipped templates, each overridden by a file of the same name in an operator's
+    ``template_dir`` (``SPIDER_TEMPLATE_DIR``) when there is one."""
+    shipped = jinja2.FileSystemLoader(shipped_templates())
+    if not template_dir:
+        return shipped
+    return jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(template_dir)), shipped])
+
+
 @lru_cache(maxsize=4)
 def _environment(template_dir: str | None) -> jinja2.Environment:
-    """Templates shipped in this package, or an operator's directory that overrides them."""
-    loader: jinja2.BaseLoader = (
-        jinja2.FileSystemLoader(template_dir)
-        if template_dir
-        else jinja2.PackageLoader("spider.comment", "templates")
-    )
+    """The shipped templates, or an operator's directory that overrides them."""
     return jinja2.Environment(
-        loader=loader,
+        loader=template_loader(template_dir),
         undefined=jinja2.StrictUndefined,
         autoescape=False,  # Markdown, not HTML: the view model carries escaped text
         keep_trailing_newline=True,
@@ -296,7 +315,7 @@ def render(view: CommentView | TooLargeView | CouldNotFinishView,
            template_dir: Path | None = None) -> str:
     """The comment's Markdown; RenderError if the template fails or the body is too long.
 
-    ``template_dir`` overrides the templates shipped in ``spider/comment/templates``.
+    ``template_dir`` overrides the templates shipped in the top-level ``templates/``.
     """
     template = (TOO_LARGE_TEMPLATE if isinstance(view, TooLargeView)
                 else COULD_NOT_FINISH_TEMPLATE if isinstance(view, CouldNotFinishView)

@@ -128,3 +128,24 @@ def test_a_failed_enqueue_forgets_the_request(client: TestClient, queue: Recordi
     assert index_state.pending(redis_client, REPO) is None  # a redelivery will queue it
     queue.fail = None
     assert deliver(client, "push", push("a" * 40)).json()["status"] == "queued"
+
+
+def test_repositories_added_later_have_their_addition_time_recorded(
+        client: TestClient, queue: RecordingQueue, redis_client: redis.Redis) -> None:
+    from datetime import UTC, datetime
+
+    from contract import installs
+
+    added = sample("installation_repositories_added")
+    decision = route("installation_repositories", added, "d1")
+    assert isinstance(decision, EnqueueIndex)
+    names = tuple(r["full_name"] for r in added["repositories_added"])
+    assert decision.added == names  # every one, not only those indexed ahead
+    assert route("installation", sample("installation_created"), "d2").added == ()  # type: ignore[union-attr]
+    # issue events carry only the installation's id: the worker applies the rule
+    assert set(sample("issues_opened")["installation"]) == {"id", "node_id"}
+
+    before = datetime.now(UTC)
+    assert deliver(client, "installation_repositories", added).json()["status"] == "queued"
+    when = installs.repo_added_at(redis_client, names[0])
+    assert when is not None and when >= before.replace(microsecond=0)

@@ -44,3 +44,22 @@ def test_every_route_answers_behind_the_token_check(tmp_path: Path) -> None:
     assert client.get("/app/hook/deliveries").status_code == 401  # the app's JWT routes
     assert [c.status for c in fake.requests()] == [401, 200, 200, 201, 404, 200, 401]
     assert f"token {token}" in fake.credentials
+
+
+def test_the_installation_and_an_issues_age_and_assignees_validate_as_githubs(
+        tmp_path: Path) -> None:
+    from githubkit.versions.latest.models import Installation, Issue
+
+    from spider_devkit.fake_github.bodies import installation_json, issue_json
+
+    fake = FakeGitHub(app_id=APP_ID, public_key_pem="unused: no JWT is valid here",
+                      installation_id=7)
+    fake.installation_created_at = "2026-06-01T00:00:00Z"
+    issue = fake.add_issue("acme/httpkit", 1, "A title", None, assignees=["x"],
+                           created_at="2025-01-01T00:00:00Z")
+    installation = Installation.model_validate(installation_json(fake))
+    assert (installation.id, installation.created_at.year) == (7, 2026)
+    parsed = Issue.model_validate(issue_json(fake, issue))
+    assert [a.login for a in parsed.assignees or []] == ["x"] and parsed.created_at.year == 2025
+    client = TestClient(fake.app)
+    assert client.get("/app/installations/7").status_code == 401  # the app's JWT only

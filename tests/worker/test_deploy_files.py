@@ -23,10 +23,25 @@ def test_dockerfile_is_cpu_only_non_root_with_both_entry_points() -> None:
     assert "--index-url https://download.pytorch.org/whl/cpu" in text and '"torch==2.13.0"' in text
     assert "\nUSER spider\n" in text
     assert "uvicorn bot.app:app" in text and "celery -A worker.celery_app worker" in text
-    for path in ("spider", "contract", "bot", "worker"):
+    for path in ("spider", "contract", "bot", "worker", "templates"):
         assert f"COPY {path} ./{path}" in text
-    # the comment's templates are package data of spider.comment, no override
-    assert "SPIDER_TEMPLATE_DIR" not in text and "COPY templates" not in text
+    # the templates install as the spider_templates package (checked in the image); no override
+    assert "SPIDER_TEMPLATE_DIR" not in text and "('spider_templates', 'report.html.j2')" in text
+
+
+def test_the_packages_listed_in_pyproject_are_the_packages_in_the_tree() -> None:
+    """pyproject.toml lists its packages (templates/ installs as spider_templates, which
+    packages.find cannot say): a new package must be added there, or it would not install."""
+    import tomllib
+
+    from setuptools import find_packages
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = find_packages(str(ROOT), include=["spider", "spider.*", "contract", "contract.*",
+                                              "bot", "bot.*", "worker", "worker.*"])
+    assert sorted(config["packages"]) == sorted([*found, "spider_templates"])
+    assert config["package-dir"] == {"spider_templates": "templates"}
+    assert (ROOT / "templates" / "comment.md.j2").is_file()
 
 
 def test_dockerfile_ships_no_test_doubles_or_dev_tools() -> None:

@@ -1,17 +1,20 @@
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import redis
 
+from contract import installs
 from contract.jobs import IssueJob
 from contract.settings import AppSettings
 from spider.comment.render import MARKER
 from spider_devkit.fake_github import FakeGitHub
 from tests.worker.helpers import StubEngine, commit, git, write
 from worker import locks
-from worker.errors import Busy, GitHubUnavailable
+from worker.errors import Busy, Delayed, GitHubUnavailable
 from worker.github import GitHubClient, InstallationTokens, RetryPolicy, TokenCache
 from worker.mirror import Mirrors
 from worker.pipeline import Deps, run_job
@@ -164,3 +167,106 @@ def test_issue_lock_makes_a_second_job_wait_its_turn(deps: Deps, fake: FakeGitHu
             pytest.raises(Busy):
         run_job(job(), deps)
     assert run_job(job(), deps).status == "created"
+
+
+# --- a maintainer's first hour: delay_minutes and no backfill ------------------------------
+
+
+def _with_config(repo_path: Path, config: str) -> None:
+    write(repo_path, {}, config=config)
+    commit(repo_path, "config")
+
+
+def test_a_delayed_job_waits_without_a_slot_then_runs_on_an_untouched_issue(
+        deps: Deps, fake: FakeGitHub, repo_path: Path) -> None:
+    _with_config(repo_path, "delay_minutes: 30\n")
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY, labels=["needs-triage"])
+    with pytest.raises(Delayed) as first:
+        run_job(job(), deps)
+    waited = first.value.kwargs["waited"]
+    assert waited["labels"] == ["needs-triage"] and waited["due"] > time.time() + 1700
+    assert first.value.countdown == min(1800, deps.settings.visibility_timeout_s / 2)
+    assert fake.bot_comments(REPO, 1) == []
+    assert locks.slot_holders(deps.redis, locks.installation_slots_name(INSTALLATION)) == 0
+    assert locks.slot_holders(deps.redis, locks.repo_slots_name(REPO)) == 0
+
+    calls = len(fake.requests())
+    with pytest.raises(Delayed) as again:  # a leg of the wait: not due yet, nothing read
+        run_job(job(), deps, waited=waited)
+    assert again.value.kwargs == {"waited": waited} and len(fake.requests()) == calls
+
+    fake.add_comment(REPO, 1, "+1, same here", user="passer-by", association="NONE")
+    outcome = run_job(job(), deps, waited={**waited, "due": time.time() - 1})
+    assert outcome.status == "created"  # a template's label and a "+1" are no triage
+
+
+def test_a_delayed_job_whose_issue_a_maintainer_answered_posts_nothing(
+        deps: Deps, fake: FakeGitHub, repo_path: Path) -> None:
+    _with_config(repo_path, "delay_minutes: 10\n")
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    with pytest.raises(Delayed) as first:
+        run_job(job(), deps)
+    fake.add_comment(REPO, 1, "Duplicate of #3.", user="maria", association="MEMBER")
+    waited = {**first.value.kwargs["waited"], "due": time.time() - 1}  # type: ignore[dict-item]
+    outcome = run_job(job(), deps, waited=waited)
+    assert (outcome.status, outcome.reason) == ("skipped", "answered by @maria")
+    assert fake.bot_comments(REPO, 1) == []
+
+
+def test_a_delayed_job_whose_issue_got_a_label_or_an_assignee_posts_nothing(
+        deps: Deps, fake: FakeGitHub, repo_path: Path) -> None:
+    _with_config(repo_path, "delay_minutes: 10\n")
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    fake.add_issue(REPO, 2, "Header parsing loses values", BODY)
+    due = {"labels": [], "assignees": [], "due": time.time() - 1}
+    fake.issues[(REPO, 1)].labels.append("bug")
+    fake.issues[(REPO, 2)].assignees.append("x")
+    assert run_job(job(1), deps, waited=due).reason == "a maintainer labelled it `bug`"
+    assert run_job(job(2, delivery="d2"), deps, waited=due).reason == "assigned to @x"
+    assert fake.bot_comments(REPO, 1) == fake.bot_comments(REPO, 2) == []
+
+
+def test_a_command_is_never_delayed(deps: Deps, fake: FakeGitHub, repo_path: Path) -> None:
+    _with_config(repo_path, "delay_minutes: 30\n")
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    fake.add_comment(REPO, 1, "/spider", comment_id=700, association="MEMBER")
+    assert run_job(job(trigger="comment:700"), deps).status == "created"
+
+
+def test_an_issue_older_than_the_installation_is_not_backfilled_unless_asked(
+        deps: Deps, fake: FakeGitHub, repo_path: Path) -> None:
+    _with_config(repo_path, "triggers: [opened, edited]\n")
+    fake.installation_created_at = "2026-06-01T00:00:00Z"
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY, created_at="2025-01-01T00:00:00Z")
+    outcome = run_job(job(trigger="issues.edited"), deps)
+    assert outcome.status == "skipped"
+    assert "opened before the app was installed here (2026-06-01)" in outcome.reason
+    assert fake.bot_comments(REPO, 1) == []
+    assert installs.installation_created_at(deps.redis, INSTALLATION) is not None  # cached
+
+    fake.add_comment(REPO, 1, "/spider", comment_id=701, association="MEMBER")
+    assert run_job(job(trigger="comment:701", delivery="d2"), deps).status == "created"
+
+
+def test_a_repository_added_later_counts_from_its_addition(
+        deps: Deps, fake: FakeGitHub, repo_path: Path) -> None:
+    _with_config(repo_path, "triggers: [opened, reopened]\n")
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY, created_at="2025-01-01T00:00:00Z")
+    assert run_job(job(trigger="issues.reopened"), deps).status == "created"  # installed 2020
+    fake.add_issue(REPO, 2, "Header parsing loses values", BODY, created_at="2025-01-01T00:00:00Z")
+    installs.record_repos_added(deps.redis, [REPO], datetime(2025, 6, 1, tzinfo=UTC))
+    outcome = run_job(job(2, trigger="issues.reopened", delivery="d2"), deps)
+    assert outcome.status == "skipped" and "(2025-06-01)" in outcome.reason
+
+
+def test_a_github_without_the_installation_route_means_no_backfill_rule(
+        deps: Deps, fake: FakeGitHub, repo_path: Path) -> None:
+    _with_config(repo_path, "triggers: [opened, edited]\n")
+    fake.installation_created_at = "2026-06-01T00:00:00Z"
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY, created_at="2025-01-01T00:00:00Z")
+    fake.inject("GET", r"^/app/installations/\d+$", 404)
+    assert run_job(job(trigger="issues.edited"), deps).status == "created"
+    fake.add_issue(REPO, 2, "Header parsing loses values", BODY, created_at="2025-01-01T00:00:00Z")
+    fake.inject("GET", r"^/app/installations/\d+$", 503, times=100)
+    with pytest.raises(GitHubUnavailable):  # transient: the job is retried, not let through
+        run_job(job(2, trigger="issues.edited", delivery="d2"), deps)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import SecretStr
@@ -18,10 +19,13 @@ from worker.plan import (
     IssueFacts,
     RepoFacts,
     Run,
+    Seen,
     Skip,
     TooLarge,
+    Wait,
     below_confidence,
     decide,
+    maintainer_triage,
 )
 from worker.repo_config import parse_config
 
@@ -181,3 +185,92 @@ def test_min_confidence_silences_a_weak_list() -> None:
         "confidence 0.49 is below min_confidence 0.50 in .github/spider.yml")
     assert below_confidence(cfg, 0.5) is None and below_confidence(cfg, None) is None
     assert below_confidence(parse_config(None).config, 0.01) is None
+
+
+# --- a maintainer's first hour: the delay and the no-backfill rule ------------------------
+
+INSTALLED = datetime(2026, 6, 1, tzinfo=UTC)
+MAINTAINER = Account("maria")
+
+
+def test_delay_minutes_waits_first_and_remembers_what_the_issue_had() -> None:
+    f = replace(facts(config="delay_minutes: 30\n", labels=frozenset({"needs-triage"}),
+                      assignees=frozenset({"octocat"})))
+    plan = decide(f, app())
+    assert plan == Wait(1800, Seen(frozenset({"needs-triage"}), frozenset({"octocat"})))
+    assert Seen.from_dict(plan.seen.as_dict()) == plan.seen
+
+
+def test_no_delay_by_default_and_never_for_a_command() -> None:
+    assert isinstance(decide(facts(), app()), Run)
+    command = CommentFacts("/spider", MAINTAINER, "MEMBER")
+    plan = decide(facts(trigger="comment:9", config="delay_minutes: 30\n", comment=command), app())
+    assert isinstance(plan, Run)
+
+
+def test_after_the_wait_an_untouched_issue_runs() -> None:
+    seen = Seen(frozenset({"needs-triage"}))
+    comments = (CommentFacts("me too", Account("passer-by"), "NONE"),
+                CommentFacts("more details", AUTHOR, "OWNER"),
+                CommentFacts("looking", Account("ci[bot]", "Bot"), "COLLABORATOR"))
+    f = replace(facts(config="delay_minutes: 30\n", labels=frozenset({"needs-triage"})),
+                waited=seen, comments=comments)
+    assert isinstance(decide(f, app()), Run)
+
+
+@pytest.mark.parametrize(
+    ("issue", "comments", "reason"),
+    [
+        ({"labels": frozenset({"needs-triage", "bug"})}, (), "a maintainer labelled it `bug`"),
+        ({"assignees": frozenset({"x"})}, (), "assigned to @x"),
+        ({}, (CommentFacts("dup of #3", Account("y"), "COLLABORATOR"),), "answered by @y"),
+        ({}, (CommentFacts("fixed on main", Account("y"), "MEMBER"),), "answered by @y"),
+    ],
+)
+def test_after_the_wait_a_maintainers_triage_silences_the_job(
+        issue: dict[str, object], comments: tuple[CommentFacts, ...], reason: str) -> None:
+    base = {"labels": frozenset({"needs-triage"}), **issue}
+    f = replace(facts(config="delay_minutes: 30\n", **base),
+                waited=Seen(frozenset({"needs-triage"})), comments=comments)
+    plan = decide(f, app())
+    assert plan == Skip(reason)
+
+
+def test_maintainer_triage_names_the_first_thing_found() -> None:
+    issue = IssueFacts("t", author=AUTHOR, labels=frozenset({"b", "a"}))
+    assert maintainer_triage(issue, Seen(), ()) == "a maintainer labelled it `a`, `b`"
+    assert maintainer_triage(issue, Seen(frozenset({"a", "b"})), ()) is None
+
+
+@pytest.mark.parametrize("trigger", ["issues.edited", "issues.reopened"])
+def test_an_issue_older_than_the_installation_is_not_backfilled(trigger: str) -> None:
+    old = datetime(2026, 1, 1, tzinfo=UTC)
+    f = replace(facts(trigger=trigger, config="triggers: [opened, edited, reopened]\n",
+                      created_at=old), installed_at=INSTALLED)
+    plan = decide(f, app())
+    assert isinstance(plan, Skip)
+    assert "opened before the app was installed here (2026-06-01)" in plan.reason
+    assert "/spider" in plan.reason
+
+
+def test_an_old_issue_is_answered_when_asked_and_a_new_one_anyway() -> None:
+    old = datetime(2026, 1, 1, tzinfo=UTC)
+    command = CommentFacts("/spider", MAINTAINER, "MEMBER")
+    asked = replace(facts(trigger="comment:9", comment=command, created_at=old),
+                    installed_at=INSTALLED)
+    assert isinstance(decide(asked, app()), Run)
+    new = replace(facts(created_at=datetime(2026, 7, 1, tzinfo=UTC)), installed_at=INSTALLED)
+    assert isinstance(decide(new, app()), Run)
+    unknown = replace(facts(created_at=old), installed_at=None)
+    assert isinstance(decide(unknown, app()), Run)
+
+
+def test_delay_minutes_is_bounded() -> None:
+    assert parse_config("delay_minutes: 1440\n").config.delay_minutes == 1440
+    loaded = parse_config("delay_minutes: 1441\n")
+    assert loaded.problem is not None and "delay_minutes" in loaded.problem
+
+
+def test_a_rerun_of_an_answered_job_never_waits_again() -> None:
+    f = replace(facts(config="delay_minutes: 30\n"), rerun=True)
+    assert isinstance(decide(f, app()), Run)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from spider.dataset import read_dataset
+from tests.worker.pg import shared_pg_admin  # noqa: F401  (a fixture)
 from worker import cli
-from worker.report import rows, table_markdown
+from worker.report import render_html, rows, table_markdown
 from worker.store import CommentRecord, ScoredFix, Store
 
 PATCH = "diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"
@@ -75,3 +76,100 @@ def test_since_filters(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--database-url", db, "report", "--since", "2026-01-03", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {r["repo"]: r["fixes_scored"] for r in data} == {"o/a": 2, "o/b": 1, "all": 3}
+
+
+# --- what an operator meets first: no data, a mistyped URL, a database that is down ------
+
+
+def test_no_data_says_what_fills_the_report_and_exits_3(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    assert cli.main(["--database-url", url, "db", "upgrade"]) == 0
+    capsys.readouterr()
+    assert cli.main(["--database-url", url, "report"]) == cli.EXIT_EMPTY == 3
+    out, err = capsys.readouterr()
+    assert out == "" and "No comment recorded and no fix scored yet" in err
+    assert "merged fixes scored against the app's comments" in err
+    assert cli.main(["--database-url", url, "report", "--json", "--repo", "o/a"]) == 3
+    out, err = capsys.readouterr()
+    assert json.loads(out) == [] and "yet for o/a" in err
+
+
+def test_a_database_without_the_tables_is_empty_and_is_not_changed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sqlite3
+
+    path = tmp_path / "other.db"
+    sqlite3.connect(path).close()
+    before = path.read_bytes()
+    assert cli.main(["--database-url", f"sqlite:///{path}", "report"]) == 3
+    assert "has no spider-bot tables yet" in capsys.readouterr().err
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]
+
+
+def test_a_mistyped_sqlite_url_is_refused_and_nothing_is_created(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--database-url", "sqlite:///no/such/dir/x.db", "report"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: no database at no/such/dir/x.db: the folder no/such/dir "
+                          "does not exist") and err.count("\n") == 1
+    assert cli.main(["--database-url", "sqlite:///typo.db", "report"]) == 1
+    assert "no database at typo.db: no such file" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # no folder, no empty database
+
+
+def test_a_url_that_is_no_database_url_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--database-url", "postgres-ish://x", "report"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: not a database URL") and err.count("\n") == 1
+
+
+def test_a_database_that_is_down_names_the_cause_in_one_line(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from spider_devkit.devstack import free_port
+
+    port = free_port()  # nothing listens there
+    url = f"postgresql+psycopg://nobody:s3cret@127.0.0.1:{port}/none"
+    assert cli.main(["--database-url", url, "report"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "s3cret" not in err
+    assert err.startswith("error: database unavailable: ")
+    assert f'port {port} failed: Connection refused' in err
+
+
+def test_a_refused_login_names_the_cause(shared_pg_admin: str,  # noqa: F811
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from sqlalchemy.engine import make_url
+
+    url = make_url(shared_pg_admin).set(username="no_such_role_x", password="pw", database="x")
+    assert cli.main(["--database-url", url.render_as_string(hide_password=False), "report"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "pw@" not in err
+    assert "no_such_role_x" in err and ("does not exist" in err or "authentication failed" in err)
+
+
+def test_the_html_links_issues_and_pulls_escapes_text_and_counts_in_whole_numbers(
+        db: str, tmp_path: Path) -> None:
+    import re
+
+    store = Store(db)
+    store.record_fix(fix("o/a", 5, 16, 1, ["m.py:<lambda>"], 5))
+    table, fixes = rows(store.comments(), store.fixes()), store.fixes()
+    store.close()
+    page = render_html(table, fixes)
+    assert '<a href="https://github.com/o/a/issues/1">#1</a>' in page
+    assert '<a href="https://github.com/o/a/pull/11">#11</a>' in page
+    assert "m.py:&lt;lambda&gt;" in page and "<lambda>" not in page
+    histogram = page[page.index("Rank of the first hit</h2>"):]
+    histogram = histogram[:histogram.index("</svg>")]
+    ticks = re.findall(r"<text[^>]*>([^<]+)</text>", histogram)
+    numbers = [t.strip() for t in ticks if re.fullmatch(r"[\d.−-]+", t.strip())]
+    assert numbers and all("." not in n for n in numbers), numbers
+
+
+def test_spider_template_dir_overrides_the_report_file_by_file(tmp_path: Path) -> None:
+    (tmp_path / "report.html.j2").write_text("<p>ours {{ generated }} {{ table | length }}</p>\n")
+    page = render_html([], [], datetime(2026, 1, 2, tzinfo=UTC), template_dir=tmp_path)
+    assert page == "<p>ours 2026-01-02 00:00 UTC 0</p>"
+    assert "<h1>" in render_html([], [], template_dir=tmp_path / "none-here")  # the shipped one

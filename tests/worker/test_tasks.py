@@ -97,6 +97,29 @@ def test_waiting_for_a_slot_or_lock_uses_no_retry(fake_run: list[object]) -> Non
     assert fake_run == []
 
 
+def test_a_delay_republishes_with_its_kwargs_and_uses_no_retry(
+        fake_run: list[object], monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.errors import Delayed
+
+    seen: list[dict[str, object]] = []
+
+    def run(job: object, d: object, **kw: object) -> Outcome:
+        seen.append(kw)
+        result = fake_run.pop(0)
+        if isinstance(result, Exception):
+            raise result
+        return result  # type: ignore[return-value]
+
+    monkeypatch.setattr(tasks, "run_job", run)
+    waited = {"labels": ["bug"], "assignees": [], "due": 1.0}
+    # max_retries is 2: three legs of a wait and two failures still end in a comment
+    fake_run.extend([Delayed(60, {"waited": waited}), Delayed(60, {"waited": waited}),
+                     GitHubUnavailable("502"), Delayed(60, {"waited": waited}),
+                     GitHubUnavailable("503"), Outcome(status="created", comment_id=9)])
+    assert tasks.localize_issue.apply(kwargs=KW).get()["comment_id"] == 9
+    assert seen[0]["waited"] is None and all(kw["waited"] == waited for kw in seen[1:])
+
+
 def test_waiting_is_bounded(fake_run: list[object], monkeypatch: pytest.MonkeyPatch) -> None:
     from worker.errors import Throttled
 

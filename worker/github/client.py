@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any, TypeVar
 
 from githubkit import GitHub, TokenAuthStrategy
@@ -99,6 +100,10 @@ class GitHubClient:
         return self._gh
 
     # --- the calls a job makes ---
+
+    def installation_created_at(self) -> datetime:
+        """When this installation was created (the app's JWT, not the token)."""
+        return self._tokens.installation_created_at(self._installation_id)
 
     def repository(self, owner: str, name: str) -> FullRepository:
         """Repository metadata: default branch, html_url, size, archived."""

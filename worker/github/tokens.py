@@ -84,6 +84,17 @@ class InstallationTokens:
         """Drop the cached token (GitHub rejected it)."""
         self._cache.forget(installation_id)
 
+    def installation_created_at(self, installation_id: int) -> datetime:
+        """When the installation was created (``GET /app/installations/{id}``, the app's
+        JWT): issues opened before it are never answered unasked."""
+        auth = AppAuthStrategy(str(self._settings.github_app_id), self._settings.private_key_pem())
+
+        def get() -> datetime:
+            with github_api(self._settings, auth) as gh:
+                return gh.rest.apps.get_installation(installation_id).parsed_data.created_at
+
+        return self._policy.call("get installation", get)
+
     def _mint(self, installation_id: int) -> tuple[str, datetime]:
         auth = AppAuthStrategy(str(self._settings.github_app_id), self._settings.private_key_pem())
 

@@ -4,7 +4,10 @@ the fix loop makes.
 
 Errors: a database that cannot be reached (or drops the connection) raises
 :class:`StoreUnavailable`, a transient error the scoring task retries with backoff; the
-localization job never waits on it (it logs and goes on). Writes are idempotent: a fix is
+localization job never waits on it (it logs and goes on). Its message names the driver's
+cause in one line (connection refused, authentication failed), never the password. A store
+opened ``read_only`` (the report) never creates anything: a SQLite file or folder that does
+not exist raises :class:`NoDatabase`. Writes are idempotent: a fix is
 recorded once per ``(repo, issue, pull request)`` whatever the redeliveries.
 """
 
@@ -21,11 +24,11 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, select, text
+from sqlalchemy import Engine, create_engine, event, inspect, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from worker.errors import JobTransientError
+from worker.errors import JobPermanentError, JobTransientError
 from worker.store.models import PostedComment, ScoredFix, utcnow
 
 log = logging.getLogger(__name__)
@@ -37,8 +40,24 @@ SQLITE_BUSY_MS = 10_000  # two worker processes writing one SQLite file wait, no
 _MIGRATING = threading.Lock()  # alembic's context is module-global: one migration per process
 
 
+MAX_CAUSE_CHARS = 300  # the driver's message, on one line
+
+
 class StoreUnavailable(JobTransientError):
     """The database could not be reached, or dropped the connection: retry later."""
+
+
+class NoDatabase(JobPermanentError):
+    """A read-only store's URL names no database (a SQLite file or its folder is missing)."""
+
+
+def cause(exc: BaseException) -> str:
+    """The driver's own words for a database error, on one line: ``connection to server at
+    "127.0.0.1", port 5433 failed: Connection refused``, ``password authentication failed
+    for user "x"``, ``unable to open database file``."""
+    orig = getattr(exc, "orig", None) or exc
+    words = " ".join(str(orig).split()) or type(orig).__name__
+    return words[:MAX_CAUSE_CHARS]
 
 
 @dataclass(frozen=True)
@@ -64,12 +83,23 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
-def make_engine(url: str) -> Engine:
-    """An engine with short connect timeouts (and SQLite made safe for two processes)."""
+def sqlite_path(url: str) -> Path | None:
+    """The file of a ``sqlite:///PATH`` URL (None: in memory, or not SQLite)."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split("///", 1)[-1].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
+    """An engine with short connect timeouts (and SQLite made safe for two processes).
+    ``read_only``: never create a file or folder; a missing one raises NoDatabase."""
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        path = sqlite_path(url)
+        if read_only and path is not None:
+            return _read_only_sqlite(path)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_MS / 1000})
 
         @event.listens_for(engine, "connect")
@@ -82,6 +112,28 @@ def make_engine(url: str) -> Engine:
         return engine
     connect_args = {"connect_timeout": CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+
+
+def _read_only_sqlite(path: Path) -> Engine:
+    """A SQLite file opened read-only (``mode=ro``: SQLite itself refuses to create it)."""
+    if not path.parent.is_dir():
+        raise NoDatabase(f"no database at {path}: the folder {path.parent} does not exist "
+                         "(a mistyped URL? three slashes and a relative path, four and an "
+                         "absolute one)")
+    if not path.is_file():
+        raise NoDatabase(f"no database at {path}: no such file (the workers create it when "
+                         "they record their first comment; `spider-bot db upgrade` creates "
+                         "an empty one)")
+    engine = create_engine(f"sqlite:///file:{path.resolve()}?mode=ro&uri=true",
+                           connect_args={"timeout": SQLITE_BUSY_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
+        cur.close()
+
+    return engine
 
 
 def upgrade(engine: Engine, url: str) -> None:
@@ -97,9 +149,9 @@ def upgrade(engine: Engine, url: str) -> None:
 class Store:
     """The fix loop's records. Thread-safe; the schema is upgraded on first use."""
 
-    def __init__(self, url: str, *, auto_upgrade: bool = True) -> None:
+    def __init__(self, url: str, *, auto_upgrade: bool = True, read_only: bool = False) -> None:
         self.url = url
-        self._engine = make_engine(url)
+        self._engine = make_engine(url, read_only=read_only)
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self._auto_upgrade = auto_upgrade
         self._ready = False
@@ -113,6 +165,16 @@ class Store:
     def close(self) -> None:
         """Release the connections."""
         self._engine.dispose()
+
+    def has_schema(self) -> bool:
+        """Whether the store's tables exist (a database no worker or upgrade has written to
+        has none); StoreUnavailable when it cannot be reached."""
+        try:
+            with self._engine.connect() as conn:
+                names = set(inspect(conn).get_table_names())
+        except (OperationalError, DBAPIError) as exc:
+            raise StoreUnavailable(f"database unavailable: {cause(exc)}") from exc
+        return {PostedComment.__tablename__, ScoredFix.__tablename__} <= names
 
     def _ensure_schema(self) -> None:
         if self._ready or not self._auto_upgrade:
@@ -135,7 +197,7 @@ class Store:
             if isinstance(exc, DBAPIError) and not isinstance(exc, OperationalError) \
                     and not exc.connection_invalidated:
                 raise
-            raise StoreUnavailable(f"database unavailable: {type(exc.orig).__name__}") from exc
+            raise StoreUnavailable(f"database unavailable: {cause(exc)}") from exc
 
     # --- comments ---
 

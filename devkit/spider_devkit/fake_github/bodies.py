@@ -51,6 +51,26 @@ def app_json(fake: GitHubState) -> dict[str, Any]:
     }
 
 
+def installation_json(fake: GitHubState) -> dict[str, Any]:
+    """The app's installation (``GET /app/installations/{id}``): ``created_at`` is when
+    the app came to its repositories (``GitHubState.installation_created_at``)."""
+    account = user_json(fake, "acme", "Organization")
+    return {
+        "id": fake.installation_id, "account": account, "repository_selection": "all",
+        "access_tokens_url": f"{fake.base_url}/app/installations/{fake.installation_id}/access_tokens",
+        "repositories_url": f"{fake.base_url}/installation/repositories",
+        "html_url": f"{HTML_ROOT}/organizations/acme/settings/installations/{fake.installation_id}",
+        "app_id": fake.app_id, "app_slug": fake.app_slug, "target_id": account["id"],
+        "target_type": "Organization",
+        "permissions": {"issues": "write", "contents": "read", "metadata": "read",
+                        "pull_requests": "read"},
+        "events": ["issues", "issue_comment", "pull_request", "push"],
+        "created_at": fake.installation_created_at, "updated_at": fake.installation_created_at,
+        "single_file_name": None, "has_multiple_single_files": False, "single_file_paths": [],
+        "suspended_by": None, "suspended_at": None,
+    }
+
+
 def repo_json(fake: GitHubState, repo: FakeRepo) -> dict[str, Any]:
     """A full repository (``GET /repos/{owner}/{name}``)."""
     owner, name = repo.full_name.split("/")
@@ -103,9 +123,12 @@ def issue_json(fake: GitHubState, issue: FakeIssue) -> dict[str, Any]:
         "labels": [{"id": i + 1, "node_id": f"L_{i}", "url": f"{api}/labels/{n}", "name": n,
                     "description": None, "color": "ededed", "default": False}
                    for i, n in enumerate(issue.labels)],
+        "assignee": user_json(fake, issue.assignees[0]) if issue.assignees else None,
+        "assignees": [user_json(fake, login) for login in issue.assignees],
         "milestone": None, "locked": issue.locked,
         "comments": len(fake.comments_on(issue.repo, issue.number)),
-        "closed_at": None, "created_at": now(), "updated_at": now(), "author_association": "NONE",
+        "closed_at": None, "created_at": issue.created_at, "updated_at": now(),
+        "author_association": "NONE",
     }
     if issue.pull_request:
         body["pull_request"] = {"url": api.replace("/issues/", "/pulls/"), "html_url": None,

@@ -42,6 +42,8 @@ class FakeIssue:
     state: str = "open"
     locked: bool = False
     pull_request: bool = False
+    assignees: list[str] = field(default_factory=list)
+    created_at: str = field(default_factory=now)  # GitHub's timestamp (TIMESTAMP)
 
 
 @dataclass

@@ -27,6 +27,9 @@ from spider_devkit.fake_github.webhooks import WebhookSender
 TOKEN_TTL = timedelta(hours=1)  # what GitHub gives installation tokens
 JWT_LEEWAY_S = 90  # clock drift GitHub tolerates on an app's JWT
 FIRST_ID = 1000  # ids of repositories and comments count up from here
+# When the fake's installation was created: long before any issue a test adds (those are
+# created "now"); a test of the no-backfill rule sets a later time, or older issues.
+INSTALLED_AT = "2020-01-01T00:00:00Z"
 BEARER = "bearer "
 
 
@@ -39,6 +42,7 @@ class GitHubState(WebhookSender):
         self.app_id = app_id
         self.installation_id = installation_id
         self.app_slug = app_slug
+        self.installation_created_at = INSTALLED_AT  # GitHub's timestamp (records.TIMESTAMP)
         # "ghs": today's ghs_... tokens; "v1": GitHub Enterprise's older v1.<40 hex> ones,
         # which no pattern can recognise in a log line (only not logging them helps)
         self.token_style = token_style

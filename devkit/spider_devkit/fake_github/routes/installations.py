@@ -7,14 +7,23 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from spider_devkit.fake_github.bodies import installation_json
 from spider_devkit.fake_github.records import TIMESTAMP
 from spider_devkit.fake_github.routes.common import MAX_PER_PAGE, bad_jwt, not_found
 from spider_devkit.fake_github.state import GitHubState
 
 
 def router(fake: GitHubState) -> APIRouter:
-    """``/app/installations/{id}/access_tokens`` and ``/app/hook/deliveries[/{id}/attempts]``."""
+    """``/app/installations/{id}[/access_tokens]`` and ``/app/hook/deliveries[/{id}/attempts]``."""
     routes = APIRouter()
+
+    @routes.get("/app/installations/{installation_id}")
+    async def get_installation(installation_id: int, request: Request) -> JSONResponse:
+        if not fake.jwt_ok(request.headers.get("authorization", "")):
+            return bad_jwt()
+        if installation_id != fake.installation_id:
+            return not_found()
+        return JSONResponse(installation_json(fake))
 
     @routes.post("/app/installations/{installation_id}/access_tokens")
     async def access_token(installation_id: int, request: Request) -> JSONResponse:
