@@ -30,6 +30,7 @@ from spider.cli_common import (
     DatasetsOpt,
     KOpt,
     OnlyRepoOpt,
+    ProgressOpt,
     ReposOpt,
     SkipRepoOpt,
     WeightsFileOpt,
@@ -38,6 +39,7 @@ from spider.cli_common import (
     engine_settings,
     exit_error,
     split_csv,
+    terminal_progress,
 )
 from spider.dataset import Instance, read_dataset, select_instances
 from spider.errors import SpiderError
@@ -158,22 +160,25 @@ def corpus(
             "pool (the cold path: much cheaper)",
         ),
     ] = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Collect each instance's candidate pool, features and labels into OUT."""
     from spider.learn.corpus import build_corpus
 
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
-        summary = build_corpus(
-            _instances(dataset, only_repo, skip_repo),
-            template_resolver(repos),
-            engine_settings(cache_dir=cache_dir),
-            out,
-            pool=pool,
-            max_per_repo=max_per_repo,
-            budget_s=budget_s,
-            warm=warm,
-        )
+        with terminal_progress(progress) as listener:
+            summary = build_corpus(
+                _instances(dataset, only_repo, skip_repo),
+                template_resolver(repos),
+                engine_settings(cache_dir=cache_dir),
+                out,
+                pool=pool,
+                max_per_repo=max_per_repo,
+                budget_s=budget_s,
+                warm=warm,
+                progress=listener,
+            )
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     typer.echo(json.dumps(summary, indent=2))
