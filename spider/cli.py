@@ -301,7 +301,7 @@ def locate(
     result.timings.update(index=t1 - t0, query=t2 - t1)
     if links is not None and links.commit is not None:
         result = replace(result, commit=links.commit)
-    _print_result(result, fmt, title, links)
+    _print_result(result, fmt, title, links, _ranked_tree(path, ranked_rev, result.commit, fmt))
     partial = result.settings.partial
     if partial is not None:
         _note(
@@ -311,7 +311,23 @@ def locate(
         )
 
 
-def _print_result(result: Localization, fmt: str, title: str, links: Permalinks | None) -> None:
+def _ranked_tree(path: Path, rev: str | None, commit: str | None, fmt: str) -> str:
+    """What the table's last line says was ranked: a commit, a working tree, or a
+    checkout's files with uncommitted changes (their lines are not the commit's)."""
+    from spider import remote
+
+    if commit is None:
+        return "working tree"
+    if fmt != "table" or rev is not None or remote.git_kind(path) != "top":
+        return f"commit {commit}"
+    if remote.uncommitted_changes(path):
+        return f"working tree with uncommitted changes (HEAD {commit})"
+    return f"commit {commit}"
+
+
+def _print_result(
+    result: Localization, fmt: str, title: str, links: Permalinks | None, ranked: str
+) -> None:
     if fmt == "json":
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
@@ -320,7 +336,6 @@ def _print_result(result: Localization, fmt: str, title: str, links: Permalinks 
         return
     c = _console()
     c.print(hits_table(result, title, c.width))
-    where = result.commit or "working tree"
     partial = result.settings.partial
     tail = (
         f" · partial: {partial.embedded_functions:,} of {partial.functions:,} functions embedded"
@@ -329,7 +344,7 @@ def _print_result(result: Localization, fmt: str, title: str, links: Permalinks 
     )
     index_s, query_s = result.timings.get("index", 0.0), result.timings.get("query", 0.0)
     c.print(
-        Text(f"commit {where} · index {index_s:.2f} s · query {query_s:.2f} s{tail}"),
+        Text(f"{ranked} · index {index_s:.2f} s · query {query_s:.2f} s{tail}"),
     )
 
 

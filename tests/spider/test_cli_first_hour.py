@@ -198,10 +198,12 @@ def test_a_dirty_tree_ranks_the_committed_tree_for_markdown(checkout: Path, tmp_
     assert f"/blob/{sha}/shop/cart.py#L10-L12)" in out.stdout  # HEAD's lines, not L13-L15
     assert "#L13-L15" not in out.stdout
     assert "uncommitted" in out.stderr and "committed tree (HEAD)" in out.stderr
-    # the table ranks what is on disk, as before
-    table = _run("locate", str(checkout), "--issue", ISSUE, "--k", "3", "--json", cache=cache)
-    hit = json.loads(table.stdout)["hits"][0]
+    # JSON and the table rank what is on disk, as before, and the table says so
+    data = _run("locate", str(checkout), "--issue", ISSUE, "--k", "3", "--json", cache=cache)
+    hit = json.loads(data.stdout)["hits"][0]
     assert hit["id"] == "shop/cart.py:Cart.add_item" and hit["start_line"] == 13
+    table = _run("locate", str(checkout), "--issue", ISSUE, "--k", "3", cache=cache)
+    assert f"working tree with uncommitted changes (HEAD {sha})" in table.stdout
 
 
 def test_a_clean_tree_has_no_note(checkout: Path) -> None:
