@@ -21,12 +21,14 @@ EMBEDDING = "embedding"  # functions run through the encoder for the full index
 EMBEDDING_POOL = "embedding the pool"  # the cold path: only the best candidates
 LEXICAL = "indexing words"  # the BM25 indexes (one step; no total)
 RANKING = "ranking"  # one query: first stage, re-ranking, expansion (no total)
-INSTANCES = "instances"  # the benchmark's and the training corpus's loops
+RUNS = "benchmarking"  # the benchmark's loop: (instance, method) pairs
+INSTANCES = "collecting"  # the training commands' loops: dataset instances
 UNITS = {
     PARSING: "files",
     EMBEDDING: "functions",
     EMBEDDING_POOL: "functions",
-    INSTANCES: "runs",
+    RUNS: "runs",
+    INSTANCES: "instances",
 }
 
 

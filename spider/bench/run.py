@@ -33,7 +33,7 @@ from spider.dataset import Instance
 from spider.errors import SpiderError
 from spider.ids import dataset_id_map, normalise_id
 from spider.metrics import dedupe, score_instance
-from spider.progress import INSTANCES, Progress
+from spider.progress import RUNS, Progress
 from spider.settings import EngineSettings
 from spider.snapshot import GtChoice, RepoResolver, ground_truth
 from spider.source import GitSource
@@ -173,7 +173,7 @@ def run_benchmark(
         with terminal_progress(cfg.progress) as progress:
             for inst, methods in todo:
                 if progress is not None:
-                    progress(INSTANCES, runs, total, inst.instance_id)
+                    progress(RUNS, runs, total, inst.instance_id)
                 runs += len(methods)
                 path = resolve(inst)
                 reason = unrunnable(path, inst)
@@ -196,7 +196,7 @@ def run_benchmark(
                 for row in rows:
                     writer.write({**row, "code": code})
             if progress is not None:
-                progress(INSTANCES, runs, total)
+                progress(RUNS, runs, total)
     finally:
         writer.close()
         errors.close()

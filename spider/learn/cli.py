@@ -43,6 +43,7 @@ from spider.cli_common import (
 )
 from spider.dataset import Instance, read_dataset, select_instances
 from spider.errors import SpiderError
+from spider.progress import INSTANCES, Progress, ended
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, template_resolver
 
@@ -91,6 +92,25 @@ class Fitting(Generic[_T, _W]):
     min_repos: int = 2  # leave-one-repository-out needs one to hold out and one to fit on
 
 
+CROSS_VALIDATING = "cross-validating"  # a fitting command's second phase (no total)
+
+
+def reporting(resolve: RepoResolver, total: int, progress: Progress | None) -> RepoResolver:
+    """``resolve``, telling ``progress`` which of the ``total`` instances a collector has
+    reached (each collector resolves an instance's repository when it starts on it)."""
+    if progress is None:
+        return resolve
+    seen: dict[str, None] = {}
+
+    def resolve_and_report(inst: Instance) -> Path:
+        if inst.instance_id not in seen:
+            seen[inst.instance_id] = None
+            progress(INSTANCES, len(seen) - 1, total, inst.instance_id)
+        return resolve(inst)
+
+    return resolve_and_report
+
+
 def run_fit(
     spec: Fitting[_T, _W],
     rows: Sequence[Instance],
@@ -111,10 +131,16 @@ def run_fit(
             f"repositories; --only-repo leaves {', '.join(found)}"
         )
     try:
-        data = spec.collect(rows, resolve, settings, out)
-        if not data:
-            raise exit_error("no instance could be collected")
-        cv = spec.cross_validate(data, settings.k)
+        with terminal_progress() as progress:
+            data = spec.collect(rows, reporting(resolve, len(rows), progress), settings, out)
+            if progress is not None:
+                progress(INSTANCES, len(rows), len(rows))
+            if not data:
+                raise exit_error("no instance could be collected")
+            if progress is not None:
+                progress(CROSS_VALIDATING, 0, None)
+            cv = spec.cross_validate(data, settings.k)
+            ended(progress, CROSS_VALIDATING)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     (out / spec.cv_file).write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")

@@ -211,7 +211,7 @@ def test_the_loop_reports_its_runs_to_a_progress_listener(
     from contextlib import contextmanager
 
     import spider.bench.run as bench_run
-    from spider.progress import INSTANCES, PARSING
+    from spider.progress import PARSING, RUNS
 
     heard: list[tuple[str, int, int | None, str]] = []
 
@@ -224,6 +224,6 @@ def test_the_loop_reports_its_runs_to_a_progress_listener(
     repo, sha = setup
     cfg = BenchConfig(parse_methods("bm25,oracle"), tmp_path / "out", progress=True, warm=False)
     run_benchmark(_instances(sha), fixed_resolver(repo), cfg)
-    runs = [(d, t, x) for p, d, t, x in heard if p == INSTANCES]
+    runs = [(d, t, x) for p, d, t, x in heard if p == RUNS]
     assert runs == [(0, 6, "i-1"), (2, 6, "i-2"), (4, 6, "i-3"), (6, 6, "")]
     assert any(p == PARSING for p, *_ in heard)  # each instance's indexing is heard too
