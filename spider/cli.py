@@ -8,7 +8,7 @@ import shlex
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from annotated_types import Ge, Le
@@ -23,6 +23,9 @@ from spider.errors import EmptyIssue, EnginePermanentError, InputError, SpiderEr
 from spider.models import Hit, Issue, Localization
 from spider.progress import RANKING, ended
 from spider.settings import DEFAULT_COLD_POOL, EngineSettings
+
+if TYPE_CHECKING:
+    from spider.index import Index
 
 app = typer.Typer(
     add_completion=False,
@@ -58,7 +61,7 @@ RevOpt = Annotated[
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False, markup=True)
+    err.print(Text.assemble(("error:", "red"), f" {message}"))  # no markup read in message
     return typer.Exit(code)
 
 
@@ -85,7 +88,7 @@ def _open(path: Path, rev: str | None):  # -> SourceTree
 
 def _build(
     path: Path, rev: str | None, settings: EngineSettings, progress: TerminalProgress | None
-):
+) -> Index:
     """The index of ``path`` (at ``rev``), each phase reported to ``progress``."""
     from spider.index import build_index
 
@@ -184,6 +187,8 @@ def plan_permalinks(
     needs ``--repo-url`` and ``--commit``. InputError, with what is needed, otherwise."""
     from spider import remote
 
+    if not path.exists():
+        raise InputError(f"repository path does not exist: {path}")
     if not path.is_dir():
         raise InputError(f"repository path is not a directory: {path}")
     kind = remote.git_kind(path)
