@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
+import shlex
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from annotated_types import Ge, Le
 from pydantic import ValidationError
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from spider.cli_common import QuietOpt, TerminalProgress, terminal_progress
 from spider.errors import EmptyIssue, EnginePermanentError, InputError, SpiderError
-from spider.models import Issue, Localization
-from spider.settings import EngineSettings
+from spider.models import Hit, Issue, Localization
+from spider.progress import RANKING, ended
+from spider.settings import DEFAULT_COLD_POOL, EngineSettings
+
+if TYPE_CHECKING:
+    from spider.index import Index
 
 app = typer.Typer(
     add_completion=False,
@@ -25,11 +34,24 @@ app = typer.Typer(
 )
 err = Console(stderr=True, soft_wrap=True)
 PIPE_WIDTH = 200  # output piped to a file or another program is not wrapped at 80 columns
+MIN_WHY_WIDTH = 24  # narrower than this, the reasons go under the id instead of beside it
+COLUMN_PAD = 2  # a table column's padding, one space each side (plus one between columns)
+NUL = b"\0"  # never in a text file: an issue file holding one is binary
 
 
 def _console() -> Console:
     c = Console()
     return c if c.is_terminal else Console(width=PIPE_WIDTH)
+
+
+def _bounds(name: str) -> str:
+    """A setting's range as its field declares it ("1-200", "at least 1")."""
+    meta = EngineSettings.model_fields[name].metadata
+    lo = next((m.ge for m in meta if isinstance(m, Ge)), None)
+    hi = next((m.le for m in meta if isinstance(m, Le)), None)
+    if lo is not None and hi is not None:
+        return f"{lo}-{hi}"
+    return f"at least {lo}" if lo is not None else f"at most {hi}" if hi is not None else "any"
 
 
 PathArg = Annotated[Path, typer.Argument(help="repository: a working tree or a git dir")]
@@ -39,8 +61,13 @@ RevOpt = Annotated[
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    err.print(Text.assemble(("error:", "red"), f" {message}"))  # no markup read in message
     return typer.Exit(code)
+
+
+def _note(message: str) -> None:
+    """One line on stderr that is not an error (what was ranked, what to run next)."""
+    err.print(Text(f"note: {message}"))
 
 
 def _settings(**overrides: object) -> EngineSettings:
@@ -59,20 +86,32 @@ def _open(path: Path, rev: str | None):  # -> SourceTree
     return open_source(path, rev)
 
 
+def _build(
+    path: Path, rev: str | None, settings: EngineSettings, progress: TerminalProgress | None
+) -> Index:
+    """The index of ``path`` (at ``rev``), each phase reported to ``progress``."""
+    from spider.index import build_index
+
+    return build_index(_open(path, rev), settings, progress=progress)
+
+
 @app.command()
 def index(
     path: PathArg,
     rev: RevOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print counts as JSON")] = False,
     first_stage: Annotated[str | None, typer.Option(help="dense, bm25 or hybrid")] = None,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Build or warm the index (graph + embeddings) and print what it holds."""
+    """Build or warm the index (graph + embeddings) and print what it holds.
+
+    Progress (files parsed, functions embedded) is drawn on stderr when it is a terminal.
+    """
     try:
         settings = _settings(first_stage=first_stage, cold_pool=0)  # index = embed everything
-        from spider.index import build_index
-
         t0 = time.perf_counter()
-        idx = build_index(_open(path, rev), settings, progress=sys.stderr.isatty())
+        with terminal_progress(not quiet) as progress:
+            idx = _build(path, rev, settings, progress)
         seconds = time.perf_counter() - t0
     except SpiderError as exc:
         raise _fail(str(exc)) from exc
@@ -102,16 +141,112 @@ def index(
     )
 
 
+def read_issue(issue: str | None, issue_file: Path | None) -> tuple[str, str]:
+    """(title, body) from ``--issue`` or ``--issue-file``; InputError with the reason when
+    neither or both are given, the file is unreadable, binary or not UTF-8, or it is empty."""
+    if (issue is None) == (issue_file is None):
+        raise InputError("give exactly one of --issue TEXT or --issue-file FILE")
+    if issue_file is not None:
+        try:
+            data = issue_file.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read issue file {issue_file}: {exc.strerror}") from exc
+        if NUL in data:
+            raise InputError(f"issue file {issue_file} is binary, not text (it holds NUL bytes)")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"issue file {issue_file} is not UTF-8 text (byte {exc.start} is not)"
+            ) from exc
+    else:
+        text = issue or ""
+    if not text.strip():
+        raise InputError("the issue text is empty")
+    title, _, body = text.strip().partition("\n")
+    return title, body
+
+
+@dataclass(frozen=True)
+class Permalinks:
+    """What ``--format markdown`` pins its links to, settled before anything is indexed."""
+
+    html_url: str
+    branch: str
+    rev: str | None  # the commit ranked through git; None: the files on disk
+    commit: str | None  # --commit: the commit a tree without git was made from
+    note: str | None  # what was ranked, when it is not the files on disk
+
+
+def plan_permalinks(
+    path: Path, rev: str | None, repo_url: str | None, commit: str | None
+) -> Permalinks:
+    """Where the comment's permalinks point and which tree to rank so that their line
+    numbers are that commit's: a git checkout ranks its commit read through git (HEAD, or
+    ``--rev``), never files on disk that may differ from it; a tree without git (a tarball)
+    needs ``--repo-url`` and ``--commit``. InputError, with what is needed, otherwise."""
+    from spider import remote
+
+    if not path.exists():
+        raise InputError(f"repository path does not exist: {path}")
+    if not path.is_dir():
+        raise InputError(f"repository path is not a directory: {path}")
+    kind = remote.git_kind(path)
+    if kind == "inside":
+        raise InputError(
+            f"{path} is a folder inside a git checkout: --format markdown needs the "
+            "checkout's top folder (permalinks are paths from it)"
+        )
+    if kind is None:
+        if repo_url is None or commit is None:
+            raise InputError(
+                f"{path} is not a git checkout: --format markdown needs --repo-url "
+                f"{remote.REPO_URL_FORM} and --commit SHA (the commit these files are from) "
+                "to pin its permalinks"
+            )
+        return Permalinks(remote.repo_url(repo_url), "HEAD", None, remote.commit_id(commit), None)
+    if commit is not None:
+        raise InputError("--commit is for a tree without git; in a git checkout use --rev")
+    found = remote.find_remote(path, repo_url)
+    if rev is not None:
+        return Permalinks(found.html_url, found.branch, rev, None, None)
+    changed = remote.uncommitted_changes(path) if kind == "top" else []
+    note = None
+    if changed:
+        note = (
+            f"{len(changed)} uncommitted change(s) on disk: ranked the committed tree (HEAD), "
+            "so every permalink's line numbers are the pinned commit's"
+        )
+    return Permalinks(found.html_url, found.branch, "HEAD", None, note)
+
+
+def _first_answer(settings: EngineSettings) -> EngineSettings:
+    """The settings a query runs with: unless ``SPIDER_COLD_POOL`` says otherwise, a
+    never-indexed repository is answered from the cold path (embed the best
+    ``DEFAULT_COLD_POOL`` candidates, mark the list partial), as the app answers it."""
+    if "cold_pool" in settings.model_fields_set:
+        return settings
+    return settings.model_copy(update={"cold_pool": DEFAULT_COLD_POOL})
+
+
+def index_command(path: Path, rev: str | None) -> str:
+    """The one command that completes a partial index of ``path``."""
+    tail = f" --rev {shlex.quote(rev)}" if rev else ""
+    return f"spider index {shlex.quote(str(path))}{tail}"
+
+
 @app.command()
 def locate(
     path: PathArg,
     issue: Annotated[str | None, typer.Option("--issue", help="issue text (title first)")] = None,
     issue_file: Annotated[
-        Path | None, typer.Option("--issue-file", help="file holding the issue text")
+        Path | None, typer.Option("--issue-file", help="UTF-8 text file holding the issue")
     ] = None,
-    k: Annotated[int | None, typer.Option("--k", help="results to return (K)")] = None,
-    selector: Annotated[str | None, typer.Option(help="offline, anthropic or none")] = None,
-    edges: Annotated[str | None, typer.Option(help="contains, invokes or both")] = None,
+    k: Annotated[
+        int | None, typer.Option("--k", help=f"results to return, {_bounds('k')} (K)")
+    ] = None,
+    selector: Annotated[str | None, typer.Option(help="auto (Claude with an Anthropic key, else offline), offline, anthropic or none")] = None,
+    edges: Annotated[str | None, typer.Option(help="auto (contains and invokes with Claude, none otherwise), contains, invokes, both or none")] = None,
     first_stage: Annotated[str | None, typer.Option(help="dense, bm25 or hybrid")] = None,
     rev: RevOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON (= --format json)")] = False,
@@ -125,73 +260,161 @@ def locate(
         str | None,
         typer.Option(help="https://github.com/OWNER/NAME for permalinks (default: origin)"),
     ] = None,
+    commit: Annotated[
+        str | None,
+        typer.Option(
+            help="with --format markdown on a tree without git (a tarball): the commit its "
+            "files are from, for permalinks"
+        ),
+    ] = None,
+    quiet: QuietOpt = False,
 ) -> None:
-    """Rank the functions most likely to need an edit for an issue."""
+    """Rank the functions most likely to need an edit for an issue.
+
+    A repository never indexed is answered at once from a partial index (the best
+    candidates embedded, as the app does); `spider index PATH` completes it. With
+    --format markdown a git checkout's committed tree is ranked, so the permalinks' line
+    numbers always match the commit they pin.
+    """
     fmt = "json" if json_out else fmt
     if fmt not in ("table", "json", "markdown"):
         raise _fail(f"--format must be table, json or markdown, not {fmt!r}")
-    if (issue is None) == (issue_file is None):
-        raise _fail("give exactly one of --issue TEXT or --issue-file FILE")
-    if issue_file is not None:
-        try:
-            text = issue_file.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise _fail(f"cannot read issue file {issue_file}: {exc.strerror}") from exc
-    else:
-        text = issue or ""
-    if not text.strip():
-        raise _fail("the issue text is empty")
-    title, _, body = text.strip().partition("\n")
     try:
-        settings = _settings(k=k, selector=selector, edges=edges, first_stage=first_stage)
-        from spider.index import build_index
+        title, body = read_issue(issue, issue_file)
+        settings = _first_answer(
+            _settings(k=k, selector=selector, edges=edges, first_stage=first_stage)
+        )
+        links = plan_permalinks(path, rev, repo_url, commit) if fmt == "markdown" else None
+        if links is not None and links.note:
+            _note(links.note)
+        ranked_rev = links.rev if links is not None else rev
         from spider.localize import locate as run_locate
 
-        t0 = time.perf_counter()
-        idx = build_index(_open(path, rev), settings, progress=sys.stderr.isatty())
-        t1 = time.perf_counter()
-        result = run_locate(idx, Issue(title=title, body=body), settings)
-        t2 = time.perf_counter()
+        with terminal_progress(not quiet) as progress:
+            t0 = time.perf_counter()
+            idx = _build(path, ranked_rev, settings, progress)
+            t1 = time.perf_counter()
+            if progress is not None:
+                progress(RANKING, 0, None)
+            result = run_locate(idx, Issue(title=title, body=body), settings)
+            ended(progress, RANKING)
+            t2 = time.perf_counter()
     except (InputError, EmptyIssue, EnginePermanentError) as exc:
         raise _fail(str(exc)) from exc
     except SpiderError as exc:
         raise _fail(f"{exc} (transient: try again)", code=3) from exc
     result.timings.update(index=t1 - t0, query=t2 - t1)
+    if links is not None and links.commit is not None:
+        result = replace(result, commit=links.commit)
+    _print_result(result, fmt, title, links, _ranked_tree(path, ranked_rev, result.commit, fmt))
+    partial = result.settings.partial
+    if partial is not None:
+        _note(
+            f"a first answer from a partial index ({partial.embedded_functions:,} of "
+            f"{partial.functions:,} functions embedded); for the full ranking run "
+            f"`{index_command(path, ranked_rev)}` once, then locate again"
+        )
+
+
+def _ranked_tree(path: Path, rev: str | None, commit: str | None, fmt: str) -> str:
+    """What the table's last line says was ranked: a commit, a working tree, or a
+    checkout's files with uncommitted changes (their lines are not the commit's)."""
+    from spider import remote
+
+    if commit is None:
+        return "working tree"
+    if fmt != "table" or rev is not None or remote.git_kind(path) != "top":
+        return f"commit {commit}"
+    if remote.uncommitted_changes(path):
+        return f"working tree with uncommitted changes (HEAD {commit})"
+    return f"commit {commit}"
+
+
+def _print_result(
+    result: Localization, fmt: str, title: str, links: Permalinks | None, ranked: str
+) -> None:
     if fmt == "json":
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
-    if fmt == "markdown":
-        typer.echo(_markdown(path, result, repo_url), nl=False)
+    if links is not None:
+        typer.echo(_markdown(result, links), nl=False)
         return
-    table = Table(title=f"top {len(result.hits)} for: {title[:70]}", show_lines=False)
-    table.add_column("#", justify="right")
-    table.add_column("function")
-    table.add_column("lines", justify="right")
-    table.add_column("why")
-    for n, h in enumerate(result.hits, 1):
-        table.add_row(
-            str(n), h.id, f"{h.start_line}-{h.end_line}", "; ".join(r.describe() for r in h.reasons)
-        )
     c = _console()
-    c.print(table)
+    c.print(hits_table(result, title, c.width))
+    partial = result.settings.partial
+    tail = (
+        f" · partial: {partial.embedded_functions:,} of {partial.functions:,} functions embedded"
+        if partial is not None
+        else ""
+    )
+    index_s, query_s = result.timings.get("index", 0.0), result.timings.get("query", 0.0)
     c.print(
-        f"commit {result.commit or 'working tree'} · index {t1 - t0:.2f} s · query {t2 - t1:.2f} s"
+        Text(f"{ranked} · index {index_s:.2f} s · query {query_s:.2f} s{tail}"),
     )
 
 
-def _markdown(path: Path, result: Localization, repo_url: str | None) -> str:
+def plain_reasons(hit: Hit) -> str:
+    """A hit's reasons as plain text: names as they are, no Markdown code spans."""
+    return "; ".join(r.describe(code=str) for r in hit.reasons)
+
+
+def hits_table(result: Localization, title: str, width: int) -> Table:
+    """The ranked hits as a table that fits ``width`` columns.
+
+    Ids are never cut while there is room for them: the reasons' column narrows first,
+    then the lines' column goes, then the reasons move under each id; an id longer than
+    the whole width folds.
+    """
+    hits = result.hits
+    spans = [f"{h.start_line}-{h.end_line}" for h in hits]
+    whys = [plain_reasons(h) for h in hits]
+    n_w = len(str(len(hits)))
+    id_w = max((len(h.id) for h in hits), default=len("function"))
+    lines_w = max([len("lines"), *(len(s) for s in spans)])
+    why_need = max([len("why"), *(len(w) for w in whys)])
+
+    def room(*widths: int) -> int:  # what is left of the width beside columns this wide
+        return width - sum(widths) - COLUMN_PAD * (len(widths) + 1) - len(widths)
+
+    columns = ["#", "function", "lines", "why"]
+    why_w = room(n_w, id_w, lines_w)
+    if why_w < MIN_WHY_WIDTH:
+        columns.remove("lines")
+        why_w = room(n_w, id_w)
+    if why_w < MIN_WHY_WIDTH:
+        columns.remove("why")
+    table = Table(title=Text(f"top {len(hits)} for: {title}"), box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    cell_w = id_w if "why" in columns else max(1, room(n_w))
+    table.add_column("function", overflow="fold", width=cell_w)
+    if "lines" in columns:
+        table.add_column("lines", justify="right", no_wrap=True, width=lines_w)
+    if "why" in columns:
+        table.add_column("why", overflow="fold", width=min(why_w, why_need))
+    for n, (h, span, why) in enumerate(zip(hits, spans, whys, strict=True), 1):
+        if "why" not in columns:
+            cell = Text(h.id)
+            cell.append(f"\nlines {span} · {why}", style="dim")
+            table.add_row(str(n), cell)
+            continue
+        row: list[str | Text] = [str(n), Text(h.id)]
+        if "lines" in columns:
+            row.append(span)
+        table.add_row(*row, Text(why))
+    return table
+
+
+def _markdown(result: Localization, links: Permalinks) -> str:
     """The comment the app would post for ``result`` (same view, same template)."""
     from spider.comment import build_view, render
-    from spider.remote import find_remote
 
     if result.commit is None:
-        raise _fail("--format markdown needs a git checkout: permalinks pin a commit")
+        raise _fail("--format markdown needs a commit: permalinks pin one (see --commit)")
     try:
-        remote = find_remote(path, repo_url)
         view = build_view(
             result,
-            html_url=remote.html_url,
-            branch=remote.branch,
+            html_url=links.html_url,
+            branch=links.branch,
             skip_label="spider:skip",
             app_name="spider-bot",
         )
@@ -216,9 +439,10 @@ def model_export(
     """
     settings = _settings()
     try:
-        from spider.retrieve.dense import bundled_model_path
+        from spider.retrieve.dense import bundled_model_path, silence_progress_bars
         from spider.retrieve.onnx_encoder import export_onnx
 
+        silence_progress_bars()
         paths = export_onnx(
             Path(settings.model or bundled_model_path()), settings.export_dir(), force=force
         )

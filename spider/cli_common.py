@@ -1,20 +1,36 @@
-"""What the ``spider bench`` and ``spider train`` command groups share.
+"""What the ``spider`` commands and the ``spider bench`` and ``spider train`` groups share.
 
 Option types are declared once here (typer's ``Annotated`` form) and used by every
 command that takes them, so ``--dataset``, ``--repos``, ``--only-repo``, ``--cache-dir``
 and the rest read the same in both groups. Also: the error exit, the command line as
-typed (recorded in every report and model file) and comma-separated lists.
+typed (recorded in every report and model file), comma-separated lists, and the progress
+display on stderr (:class:`TerminalProgress`, the ``rich`` listener of
+``spider.progress``).
 """
 
 from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.progress import Progress as RichProgress
 
+from spider.progress import UNITS
 from spider.settings import EngineSettings
 
 ERROR_EXIT = 2  # a usage or data error: the command cannot do what it was asked
@@ -47,7 +63,13 @@ KOpt = Annotated[int, typer.Option("--k", help="results per query (the budget K)
 CacheOpt = Annotated[
     Path | None, typer.Option("--cache-dir", help="graph and embedding cache (SPIDER_CACHE_DIR)")
 ]
-ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress")]
+ProgressOpt = Annotated[
+    bool,
+    typer.Option(
+        "--progress/--no-progress", help="show progress on stderr (only ever on a terminal)"
+    ),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="no progress display on stderr")]
 WriteWeightsOpt = Annotated[
     bool, typer.Option("--write-weights", help="overwrite the shipped model file")
 ]
@@ -85,3 +107,62 @@ def engine_settings(k: int | None = None, cache_dir: Path | None = None) -> Engi
     if cache_dir is not None:
         update["cache_dir"] = cache_dir
     return EngineSettings().model_copy(update=update)
+
+
+class TerminalProgress:
+    """A ``spider.progress.Progress`` drawn by ``rich`` on stderr: one line per phase
+    ("parsing 120 files", "embedding 15,240 functions") with a bar when the phase has a
+    total, a spinner when not. Lines of finished phases stay, so the work done is seen."""
+
+    def __init__(self, display: RichProgress) -> None:
+        self._display = display
+        self._tasks: dict[str, TaskID] = {}
+
+    def __call__(self, phase: str, done: int, total: int | None, detail: str = "") -> None:
+        """Start ``phase`` (or restart it when ``done`` is 0) or move its bar to ``done``."""
+        unit = UNITS.get(phase, "")
+        label = f"{phase} {total:,} {unit}" if unit and total is not None else phase
+        if detail:
+            label = f"{label} · {detail}"
+        task = self._tasks.get(phase)
+        if task is None:
+            self._tasks[phase] = self._display.add_task(label, total=total, completed=done)
+        elif done == 0 and not detail:
+            self._display.reset(task, total=total, completed=0, description=label)
+        else:
+            self._display.update(task, total=total, completed=done, description=label)
+
+    def finish(self) -> None:
+        """Mark every phase done (their lines then show full bars)."""
+        for task in self._tasks.values():
+            t = self._display.tasks[task]
+            self._display.update(task, total=t.total or 1, completed=t.total or 1)
+
+
+def progress_console() -> Console:
+    """The console progress is drawn on: stderr."""
+    return Console(stderr=True)
+
+
+@contextmanager
+def terminal_progress(enabled: bool = True) -> Iterator[TerminalProgress | None]:
+    """A progress display on stderr for the ``with`` block, or None (nothing is drawn) when
+    disabled (``--quiet``) or when stderr is not a terminal (a pipe, a file, CI)."""
+    console = progress_console()
+    if not enabled or not console.is_terminal:
+        yield None
+        return
+    display = RichProgress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+    with display:
+        progress = TerminalProgress(display)
+        yield progress
+        progress.finish()

@@ -23,6 +23,16 @@ from spider.errors import IndexFormatError
 from spider.graph import build_graph
 from spider.graph.model import CodeGraph
 from spider.graph.outline_cache import open_outline_cache
+from spider.progress import (
+    EMBEDDING,
+    EMBEDDING_POOL,
+    LEXICAL,
+    PARSING,
+    Progress,
+    ended,
+    listener,
+    steps,
+)
 from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cache import LazyStore
 from spider.retrieve.dense import Encoder, encoder_model_id
@@ -76,29 +86,6 @@ def _vectors_key(commit: str, settings: EngineSettings, function_ids: list[str])
     return h.hexdigest()[:24]
 
 
-def _tqdm_progress(desc: str) -> Callable[[int, int], None]:
-    from tqdm import tqdm
-
-    bar: dict[str, Any] = {}
-
-    def update(done: int, total: int) -> None:
-        if "b" not in bar:
-            bar["b"] = tqdm(
-                total=total,
-                desc=desc,
-                unit="fn" if "embed" in desc else "file",
-                leave=False,
-                dynamic_ncols=True,
-            )
-        b = bar["b"]
-        b.total = total
-        b.update(done - b.n)
-        if done >= total:
-            b.close()
-
-    return update
-
-
 @dataclass
 class Index:
     """A repository snapshot ready to be queried."""
@@ -107,7 +94,7 @@ class Index:
     settings: EngineSettings
     function_ids: list[str]
     stats: dict[str, Any] = field(default_factory=dict)
-    progress: bool = False
+    progress: Progress | None = None  # who hears how far embedding is (None: nobody)
     _vectors: np.ndarray | None = None
     _lexical: LexicalIndex | None = None
     _encoder: Encoder | None = None
@@ -221,8 +208,7 @@ class Index:
                 return vecs
             enc = self.encoder()
             before_e, before_c = enc.embedded, enc.cached
-            progress = _tqdm_progress("embedding") if self.progress else None
-            self._vectors = enc.encode(self.documents(), progress=progress)
+            self._vectors = enc.encode(self.documents(), progress=steps(self.progress, EMBEDDING))
             self._save_matrix(self._vectors)
             seconds = time.perf_counter() - t0
             embedded = enc.embedded - before_e
@@ -248,7 +234,7 @@ class Index:
         docs = self.documents()
         enc = self.encoder()
         before = enc.embedded
-        vecs = enc.encode([docs[i] for i in rows])
+        vecs = enc.encode([docs[i] for i in rows], progress=steps(self.progress, EMBEDDING_POOL))
         self.stats["partial_embedded"] = self.stats.get("partial_embedded", 0) + (
             enc.embedded - before
         )
@@ -290,7 +276,7 @@ class Index:
         """A BM25 index read from the commit's cache, or built and written there (indexes
         of a working tree, which has no cache key, are built every time)."""
         if self.cache_key is None:
-            return build()
+            return self._built(build)
         folder = self.settings.cache_dir / "lexical" / f"{self.cache_key}-{LEXICAL_VERSION}-{name}"
         if folder.is_dir():
             try:
@@ -298,8 +284,16 @@ class Index:
             except IndexFormatError as exc:
                 log.warning("rebuilding BM25 index: %s", exc)
                 shutil.rmtree(folder, ignore_errors=True)
-        index = build()
+        index = self._built(build)
         index.save(folder)
+        return index
+
+    def _built(self, build: Callable[[], LexicalIndex]) -> LexicalIndex:
+        """``build()``, reported as the phase ``indexing words``."""
+        if self.progress is not None:
+            self.progress(LEXICAL, 0, None)
+        index = build()
+        ended(self.progress, LEXICAL)
         return index
 
     def file_lexical(self) -> LexicalIndex:
@@ -322,10 +316,11 @@ class Index:
 
 
 def load_or_build_graph(
-    source: SourceTree, settings: EngineSettings, *, progress: bool = False
+    source: SourceTree, settings: EngineSettings, *, progress: Progress | None = None
 ) -> tuple[CodeGraph, bool]:
     """The graph of ``source``; read from the cache for git commits, else built (a git commit
-    parses only the files whose outlines the outline cache lacks). Returns (graph, cached)."""
+    parses only the files whose outlines the outline cache lacks). Returns (graph, cached);
+    ``progress`` hears the files parsed (phase ``parsing``)."""
     cache_path: Path | None = None
     if (key := commit_key(source, settings)) is not None:
         gdir = settings.cache_dir / "graphs"
@@ -339,7 +334,7 @@ def load_or_build_graph(
     outlines = open_outline_cache(settings.cache_dir / "outlines") if cache_path else None
     try:
         graph = build_graph(
-            source, settings, _tqdm_progress("parsing") if progress else None, outlines
+            source, settings, steps(progress, PARSING), outlines
         )
     finally:
         if outlines is not None:
@@ -354,7 +349,7 @@ def build_index(
     source: SourceTree,
     settings: EngineSettings,
     *,
-    progress: bool = False,
+    progress: Progress | bool | None = None,
     embed: bool | None = None,
 ) -> Index:
     """Parse (or load) the graph, embed (dense or hybrid first stage) and build the BM25
@@ -363,8 +358,12 @@ def build_index(
     ``embed=False`` defers embedding to the first query that needs it. With
     ``settings.cold_pool`` > 0 and no vectors yet (no matrix, cache incomplete), nothing is
     embedded here: the first query embeds only its pool (``spider.retrieve.cold``).
+
+    ``progress`` hears each phase (``spider.progress``: parsing, embedding, indexing words;
+    later, the cold path's pool) with its total; None or False: nobody listens.
     """
     t0 = time.perf_counter()
+    progress = listener(progress)
     graph, cached = load_or_build_graph(source, settings, progress=progress)
     functions = graph.functions()
     index = Index(graph=graph, settings=settings, function_ids=functions, progress=progress)

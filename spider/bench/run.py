@@ -9,7 +9,6 @@ summary is recomputed there from every line in the file.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 import traceback
 from collections.abc import Iterable, Sequence
@@ -29,10 +28,12 @@ from spider.bench.store import (
     summarise,
     write_summary,
 )
+from spider.cli_common import terminal_progress
 from spider.dataset import Instance
 from spider.errors import SpiderError
 from spider.ids import dataset_id_map, normalise_id
 from spider.metrics import dedupe, score_instance
+from spider.progress import RUNS, Progress
 from spider.settings import EngineSettings
 from spider.snapshot import GtChoice, RepoResolver, ground_truth
 from spider.source import GitSource
@@ -72,8 +73,10 @@ def run_instance(
     methods: Sequence[Method],
     cfg: BenchConfig,
     repo_path: Path,
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    """Index one instance's base commit and query it with each method; prediction rows."""
+    """Index one instance's base commit and query it with each method; prediction rows.
+    ``progress`` hears the indexing's phases (parsing, embedding)."""
     from spider.index import build_index
     from spider.localize import locate
     from spider.select.oracle import OracleSelector
@@ -84,7 +87,7 @@ def run_instance(
 
     t0 = time.perf_counter()
     source = GitSource(repo_path, inst.base_commit)
-    index = build_index(source, base, embed=False)  # graph + BM25 indexes
+    index = build_index(source, base, embed=False, progress=progress)  # graph + BM25 indexes
     if dense:
         index.vectors()
     cold_s = time.perf_counter() - t0
@@ -164,35 +167,37 @@ def run_benchmark(
     skipped: dict[str, str] = {}
     writer = JsonlWriter(cfg.out / PREDICTIONS)
     errors = JsonlWriter(cfg.out / ERRORS)
-    bar = _progress(sum(len(ms) for _, ms in todo), cfg.progress)
+    total = sum(len(ms) for _, ms in todo)
+    runs = 0
     try:
-        for inst, methods in todo:
-            bar.set_postfix_str(inst.instance_id, refresh=False)
-            path = resolve(inst)
-            reason = unrunnable(path, inst)
-            if reason:
-                skipped[inst.instance_id] = reason
-                bar.update(len(methods))
-                continue
-            try:
-                rows = run_instance(inst, methods, cfg, path)
-            except (SpiderError, OSError) as exc:  # OSError: the output or a mirror's disk
-                log.error("%s failed: %s", inst.instance_id, exc)
-                errors.write(
-                    {
-                        "instance_id": inst.instance_id,
-                        "error": f"{type(exc).__name__}: {exc}",
-                        "traceback": traceback.format_exc(),
-                    }
-                )
-                skipped[inst.instance_id] = f"error: {type(exc).__name__}: {exc}"
-                bar.update(len(methods))
-                continue
-            for row in rows:
-                writer.write({**row, "code": code})
-            bar.update(len(methods))
+        with terminal_progress(cfg.progress) as progress:
+            for inst, methods in todo:
+                if progress is not None:
+                    progress(RUNS, runs, total, inst.instance_id)
+                runs += len(methods)
+                path = resolve(inst)
+                reason = unrunnable(path, inst)
+                if reason:
+                    skipped[inst.instance_id] = reason
+                    continue
+                try:
+                    rows = run_instance(inst, methods, cfg, path, progress)
+                except (SpiderError, OSError) as exc:  # OSError: the output or a mirror's disk
+                    log.error("%s failed: %s", inst.instance_id, exc)
+                    errors.write(
+                        {
+                            "instance_id": inst.instance_id,
+                            "error": f"{type(exc).__name__}: {exc}",
+                            "traceback": traceback.format_exc(),
+                        }
+                    )
+                    skipped[inst.instance_id] = f"error: {type(exc).__name__}: {exc}"
+                    continue
+                for row in rows:
+                    writer.write({**row, "code": code})
+            if progress is not None:
+                progress(RUNS, runs, total)
     finally:
-        bar.close()
         writer.close()
         errors.close()
     summary = summarise(read_predictions(cfg.out), instances, cfg, skipped, code=code)
@@ -244,16 +249,3 @@ def unrunnable(path: Path, inst: Instance) -> str | None:
     except SpiderError as exc:
         return f"base commit {inst.base_commit[:12]} not readable: {exc}"
     return None
-
-
-def _progress(total: int, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(
-        total=total,
-        desc="bench",
-        unit="run",
-        disable=not enabled,
-        file=sys.stderr,
-        dynamic_ncols=True,
-    )

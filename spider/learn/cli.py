@@ -30,6 +30,7 @@ from spider.cli_common import (
     DatasetsOpt,
     KOpt,
     OnlyRepoOpt,
+    ProgressOpt,
     ReposOpt,
     SkipRepoOpt,
     WeightsFileOpt,
@@ -38,9 +39,11 @@ from spider.cli_common import (
     engine_settings,
     exit_error,
     split_csv,
+    terminal_progress,
 )
 from spider.dataset import Instance, read_dataset, select_instances
 from spider.errors import SpiderError
+from spider.progress import INSTANCES, Progress, ended
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, template_resolver
 
@@ -89,6 +92,25 @@ class Fitting(Generic[_T, _W]):
     min_repos: int = 2  # leave-one-repository-out needs one to hold out and one to fit on
 
 
+CROSS_VALIDATING = "cross-validating"  # a fitting command's second phase (no total)
+
+
+def reporting(resolve: RepoResolver, total: int, progress: Progress | None) -> RepoResolver:
+    """``resolve``, telling ``progress`` which of the ``total`` instances a collector has
+    reached (each collector resolves an instance's repository when it starts on it)."""
+    if progress is None:
+        return resolve
+    seen: dict[str, None] = {}
+
+    def resolve_and_report(inst: Instance) -> Path:
+        if inst.instance_id not in seen:
+            seen[inst.instance_id] = None
+            progress(INSTANCES, len(seen) - 1, total, inst.instance_id)
+        return resolve(inst)
+
+    return resolve_and_report
+
+
 def run_fit(
     spec: Fitting[_T, _W],
     rows: Sequence[Instance],
@@ -109,10 +131,16 @@ def run_fit(
             f"repositories; --only-repo leaves {', '.join(found)}"
         )
     try:
-        data = spec.collect(rows, resolve, settings, out)
-        if not data:
-            raise exit_error("no instance could be collected")
-        cv = spec.cross_validate(data, settings.k)
+        with terminal_progress() as progress:
+            data = spec.collect(rows, reporting(resolve, len(rows), progress), settings, out)
+            if progress is not None:
+                progress(INSTANCES, len(rows), len(rows))
+            if not data:
+                raise exit_error("no instance could be collected")
+            if progress is not None:
+                progress(CROSS_VALIDATING, 0, None)
+            cv = spec.cross_validate(data, settings.k)
+            ended(progress, CROSS_VALIDATING)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     (out / spec.cv_file).write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")
@@ -175,22 +203,25 @@ def corpus(
             "pool (the cold path: much cheaper)",
         ),
     ] = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Collect each instance's candidate pool, features and labels into OUT."""
     from spider.learn.corpus import build_corpus
 
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
-        summary = build_corpus(
-            _instances(dataset, only_repo, skip_repo),
-            template_resolver(repos),
-            engine_settings(cache_dir=cache_dir),
-            out,
-            pool=pool,
-            max_per_repo=max_per_repo,
-            budget_s=budget_s,
-            warm=warm,
-        )
+        with terminal_progress(progress) as listener:
+            summary = build_corpus(
+                _instances(dataset, only_repo, skip_repo),
+                template_resolver(repos),
+                engine_settings(cache_dir=cache_dir),
+                out,
+                pool=pool,
+                max_per_repo=max_per_repo,
+                budget_s=budget_s,
+                warm=warm,
+                progress=listener,
+            )
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     typer.echo(json.dumps(summary, indent=2))

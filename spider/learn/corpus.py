@@ -31,6 +31,7 @@ from spider.dataset import Instance
 from spider.errors import InputError, SpiderError
 from spider.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.ids import graph_ids_for
+from spider.progress import INSTANCES, Progress
 from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, index_instance
@@ -206,21 +207,26 @@ def build_corpus(
     max_per_repo: int = DEFAULT_MAX_PER_REPO,
     budget_s: float | None = None,
     warm: bool = False,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Collect every instance not yet in ``out``; returns (and writes) the corpus summary.
 
     Instances whose repository is not on disk are skipped and counted; ``budget_s`` stops
     starting new instances after that many seconds (the next run continues); ``warm``
-    embeds every function of each commit (see :func:`corpus_settings`)."""
+    embeds every function of each commit (see :func:`corpus_settings`); ``progress``
+    hears each instance begun (phase ``instances``)."""
     out.mkdir(parents=True, exist_ok=True)
     settings = corpus_settings(settings, pool, warm=warm)
     todo = interleave(dedupe_by_text(instances), max_per_repo)
     missing: Counter[str] = Counter()
     done = failed = 0
     t0 = time.perf_counter()
-    for inst in _pending(todo, out, resolve, missing):
+    pending = list(_pending(todo, out, resolve, missing))
+    for n, inst in enumerate(pending):
         if budget_s is not None and time.perf_counter() - t0 > budget_s:
             break
+        if progress is not None:
+            progress(INSTANCES, n, len(pending), inst.instance_id)
         t = time.perf_counter()
         try:
             row = collect_instance(inst, resolve, settings, pool, out / f"{inst.instance_id}.npz")
@@ -237,6 +243,8 @@ def build_corpus(
             row.labels,
             time.perf_counter() - t,
         )
+    if progress is not None:
+        progress(INSTANCES, done + failed, len(pending))
     summary = summarise(read_corpus(out), missing)
     summary["this_run"] = {"collected": done, "failed": failed}
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from functools import lru_cache
@@ -57,14 +58,34 @@ def bundled_model_path() -> str:
     return str(get_model_path())
 
 
+# Read by huggingface_hub and transformers when they are imported: their "Loading weights",
+# download and tokenizer bars never reach a user's terminal (the CLI draws its own).
+QUIET_ENV = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+
+
+def silence_progress_bars() -> None:
+    """Keep third-party progress bars (transformers' "Loading weights", the hub's
+    downloads) off stderr: the environment for libraries not imported yet, their switches
+    for those already imported (which read the environment at import, once)."""
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    hub = sys.modules.get("huggingface_hub.utils")
+    if hub is not None:
+        hub.disable_progress_bars()
+    tf_logging = sys.modules.get("transformers.utils.logging")
+    if tf_logging is not None:
+        tf_logging.disable_progress_bar()
+
+
 @lru_cache(maxsize=4)
 def load_model(name: str, max_seq_length: int) -> Any:
     """Load (once per process) a sentence-transformers model; empty name = bundled MiniLM."""
     with _LOAD_LOCK:
         try:
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            silence_progress_bars()
             from sentence_transformers import SentenceTransformer
+
+            silence_progress_bars()  # what importing it imported read the environment
 
             if not name:
                 # The bundled weights are on disk: forbid any hub access.
@@ -140,6 +161,7 @@ class Encoder:
             return np.asarray(vecs, dtype=np.float32)
         from spider.retrieve.onnx_encoder import load_onnx_model
 
+        silence_progress_bars()  # a first use exports the model through transformers
         directory = self.model_name or bundled_model_path()
         onnx = load_onnx_model(directory, str(self.export_dir), self.max_seq_length, backend)
         return onnx.encode(texts, batch_size=self.batch_size)
@@ -150,7 +172,8 @@ class Encoder:
     def encode(
         self, texts: list[str], progress: Callable[[int, int], None] | None = None
     ) -> np.ndarray:
-        """Unit-norm float32 vectors for ``texts``, cached by content hash."""
+        """Unit-norm float32 vectors for ``texts``, cached by content hash; ``progress(done,
+        total)`` hears how many of the ``total`` uncached texts are embedded (0 first)."""
         clipped = [self._clip(t) for t in texts]
         keys = [text_key(self.model_id, t) for t in clipped]
         found = self.cache.get_many(set(keys)) if self.cache is not None else {}
@@ -160,6 +183,8 @@ class Encoder:
         )
         self.cached += len(keys) - sum(1 for k in keys if k not in found)
         step = self.batch_size * 8  # write to the cache every few batches: progress survives a kill
+        if progress and missing:
+            progress(0, len(missing))  # the phase begins (loading the model is part of it)
         for start in range(0, len(missing), step):
             chunk = missing[start : start + step]
             vecs = self._embed([clipped[i] for _, i in chunk])

@@ -49,7 +49,11 @@ class FakeIndex:
         self.stats.update(embedded=3, embed_seconds=0.5, embed_per_second=6.0)
 
 
-def fake_build_index(source: Any, settings: EngineSettings, *, embed: bool = False) -> FakeIndex:
+def fake_build_index(
+    source: Any, settings: EngineSettings, *, embed: bool = False, progress: Any = None
+) -> FakeIndex:
+    if progress is not None:
+        progress("parsing", 0, 1)  # what the real index reports first
     return FakeIndex(ast_builder(source, settings))
 
 
@@ -199,3 +203,27 @@ def test_rows_carry_expansion_accounting_and_missing_reads_as_missing(
     render_tables(summary, file=buf)
     line = next(x for x in buf.getvalue().splitlines() if " bm25 " in x)
     assert line.count("–") == 2
+
+
+def test_the_loop_reports_its_runs_to_a_progress_listener(
+    setup: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from contextlib import contextmanager
+
+    import spider.bench.run as bench_run
+    from spider.progress import PARSING, RUNS
+
+    heard: list[tuple[str, int, int | None, str]] = []
+
+    @contextmanager
+    def listening(enabled: bool = True) -> Any:
+        assert enabled
+        yield lambda phase, done, total, detail="": heard.append((phase, done, total, detail))
+
+    monkeypatch.setattr(bench_run, "terminal_progress", listening)
+    repo, sha = setup
+    cfg = BenchConfig(parse_methods("bm25,oracle"), tmp_path / "out", progress=True, warm=False)
+    run_benchmark(_instances(sha), fixed_resolver(repo), cfg)
+    runs = [(d, t, x) for p, d, t, x in heard if p == RUNS]
+    assert runs == [(0, 6, "i-1"), (2, 6, "i-2"), (4, 6, "i-3"), (6, 6, "")]
+    assert any(p == PARSING for p, *_ in heard)  # each instance's indexing is heard too

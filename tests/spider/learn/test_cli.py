@@ -131,3 +131,18 @@ def test_corpus_then_encoder(setup: tuple[Path, Path], tmp_path: Path) -> None:
     assert got.matrix.shape == (384, 384) and got.meta["command"].startswith("spider train")
     assert (corpus / "adapter" / "queries.npz").exists()  # the windows are embedded once
     _collect(common, corpus)  # a second run: the queries' cache is not read as an instance
+
+
+def test_a_fitting_commands_collectors_are_heard_once_per_instance(tmp_path: Path) -> None:
+    from spider.dataset import Instance
+    from spider.learn.cli import reporting
+    from spider.progress import INSTANCES
+
+    heard: list[tuple[str, int, int | None, str]] = []
+    resolve = reporting(lambda inst: tmp_path / inst.repo, 2,
+                        lambda p, d, t, x="": heard.append((p, d, t, x)))
+    a, b = (Instance(i, "o/r", "0" * 40, "t") for i in ("a-1", "b-2"))
+    assert [resolve(a), resolve(a), resolve(b)] == [tmp_path / "o/r"] * 3
+    assert heard == [(INSTANCES, 0, 2, "a-1"), (INSTANCES, 1, 2, "b-2")]
+    plain = lambda inst: tmp_path  # noqa: E731 - nothing listens: the resolver itself
+    assert reporting(plain, 2, None) is plain

@@ -122,3 +122,14 @@ def test_duplicate_issues_and_big_repositories_are_thinned() -> None:
     assert [i.instance_id for i in dedupe_by_text([*a, dup])] == ["a-0", "a-1", "a-2"]
     assert [i.instance_id for i in interleave([*a, *b], 2)] == ["a-0", "b-0", "a-1", "b-1"]
     assert DEFAULT_POOL >= 100
+
+
+def test_the_corpus_reports_each_instance(repo: tuple[Path, str], tmp_path: Path) -> None:
+    from spider.progress import INSTANCES
+
+    root, sha = repo
+    heard: list[tuple[str, int, int | None, str]] = []
+    build_corpus([_inst("a-1", sha)], template_resolver(str(root.parent / "{owner}+{name}")),
+                 _settings(tmp_path), tmp_path / "corpus", pool=4,
+                 progress=lambda p, d, t, x="": heard.append((p, d, t, x)))
+    assert heard == [(INSTANCES, 0, 1, "a-1"), (INSTANCES, 1, 1, "")]
