@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from spider.graph import CodeGraph, build_graph
+from spider.graph.extract import anonymous_export_name
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
 
@@ -48,9 +49,17 @@ CASES: dict[tuple[str, str], dict[str, tuple[int, int]]] = {
         "commonjs_default.js:obj.method": (6, 6),
         "commonjs_default.js:obj.arrow": (6, 6),
     },
-    # module.exports = async (req, res) => {}: the default export, named `exports`
+    # module.exports = async (req, res) => {}: the anonymous export, named after its file
     ("javascript", "anonymous_module_exports.js"): {
-        "anonymous_module_exports.js:exports": (3, 6),
+        "anonymous_module_exports.js:anonymous_module_exports": (3, 6),
+    },
+    # export default function () {}: named after its file, not `default`
+    ("javascript", "lib/adapters/xhr.js"): {
+        "lib/adapters/xhr.js:xhr": (1, 3),
+    },
+    # an index file's anonymous export is named after its folder (a dayjs plugin)
+    ("javascript", "src/plugin/utc/index.js"): {
+        "src/plugin/utc/index.js:utc": (1, 4),
     },
     # a named function expression passed as an argument
     ("javascript", "named_callback.js"): {
@@ -78,3 +87,23 @@ CASES: dict[tuple[str, str], dict[str, tuple[int, int]]] = {
 @pytest.mark.parametrize(("language", "path"), sorted(CASES))
 def test_shape(graphs: dict[str, CodeGraph], language: str, path: str) -> None:
     assert functions_of(graphs[language], path) == CASES[(language, path)]
+
+
+def test_a_default_import_calls_the_anonymous_export(graphs: dict[str, CodeGraph]) -> None:
+    """`import xhr from './adapters/xhr.js'; xhr()` reaches the file-named export."""
+    g = graphs["javascript"].g
+    assert g.has_edge("lib/axios.js:dispatchRequest", "lib/adapters/xhr.js:xhr", "invokes")
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("lib/adapters/xhr.js", "xhr"),
+        ("src/plugin/utc/index.js", "utc"),
+        ("index.js", "index"),
+        ("api/top-langs.js", "top-langs"),
+        ("src/a.config.mjs", "a"),
+    ],
+)
+def test_anonymous_export_name(path: str, name: str) -> None:
+    assert anonymous_export_name(path) == name
