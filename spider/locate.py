@@ -16,6 +16,7 @@ from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.select.exchange import Admission
 from spider.settings import EngineSettings
+from spider.tidy import tidy_list
 
 CLOSE_WORDING_RANK = 10  # a dense rank this good means the text reads like the issue
 MAX_TERMS = 3  # shared words shown per hit: the rarest ones say the most
@@ -129,6 +130,16 @@ def locate(
     final = exp.final
     if exp.placed and settings.placement == "probability" and isinstance(selector, OfflineSelector):
         final = selector.place(final, exp.placed, exp.requests, shown)
+    final = tidy_list(
+        final,
+        ranked,
+        index.graph,
+        issue.text,
+        {ids[i]: ev for i, ev in fs.evidence.items()},
+        k=settings.k,
+        demote_paths=settings.demote_paths,
+        fold=settings.fold_nested,
+    )
     t2 = time.perf_counter()
     hits: list[Hit] = []
     g = index.graph.g
