@@ -8,9 +8,13 @@ Both steps run after the learned ranker (whose features are fixed) as one explic
   benchmarks, examples, a vendored ``extras/`` copy) moves below every candidate of the
   library's own code, unless the issue names it (its file, folder or name, or any issue
   signal for it);
-- a nested function listed with the function it is defined in is dropped, and the freed
-  slot goes to the next candidate, unless the issue points at the nested one itself (a
-  signal: a mention, a traceback frame).
+- a nested helper (a function defined directly in another, ``iter_content.generate``)
+  listed with the function it is defined in is dropped, and the freed slot goes to the
+  next candidate, unless the issue points at the helper itself (a signal: a mention, a
+  traceback frame). A function holding more than :data:`MAX_HELPERS` nested functions is
+  a module in function form (a dayjs plugin, a factory, an IIFE), and a function attached
+  to an object inside another (``plugin.proto.tz``) is a member, not a helper: both are
+  items of their own and never folded.
 """
 
 from __future__ import annotations
@@ -62,10 +66,27 @@ def issue_names(text: str, path: str, name: str) -> bool:
     return any(p in code for p in parts)
 
 
+MAX_HELPERS = 3  # more nested functions than this: a module in function form, not helpers
+
+
+def nested_functions(graph: CodeGraph, outer: str) -> int:
+    """How many functions are defined inside function ``outer``, at any depth."""
+    g = graph.g
+    seen: set[str] = set()
+    stack = [outer]
+    while stack:
+        for _, v, key in g.out_edges(stack.pop(), keys=True):
+            if key == "contains" and v not in seen and g.nodes[v].get("kind") == "function":
+                seen.add(v)
+                stack.append(v)
+    return len(seen)
+
+
 def nested_in(graph: CodeGraph, inner: str, outer: str) -> bool:
-    """Whether function ``inner`` is defined inside function ``outer`` (same file, its
-    qualified name under the outer's, its lines within the outer's)."""
-    if not inner.startswith(outer + "."):
+    """Whether function ``inner`` is a helper defined directly inside function ``outer``
+    (same file, its qualified name one segment under the outer's, its lines within the
+    outer's)."""
+    if not inner.startswith(outer + ".") or "." in inner[len(outer) + 1 :]:
         return False
     a, b = graph.g.nodes[inner], graph.g.nodes[outer]
     return (
@@ -97,16 +118,27 @@ def demote(
 def fold_nested(
     candidates: Sequence[str], graph: CodeGraph, evidence: Collection[str], k: int
 ) -> list[str]:
-    """The first ``k`` of ``candidates`` with a nested function dropped when the function
-    it is defined in is listed too and the issue points at the nested one by no signal;
-    the outer takes the better of the two places."""
+    """The first ``k`` of ``candidates`` with a nested helper dropped when the function it
+    is defined in (holding at most :data:`MAX_HELPERS` nested functions) is listed too and
+    the issue points at the helper by no signal; the outer takes the better of the two
+    places."""
+    helpers_of: dict[str, bool] = {}
+
+    def holds_helpers(outer: str) -> bool:
+        if outer not in helpers_of:
+            helpers_of[outer] = nested_functions(graph, outer) <= MAX_HELPERS
+        return helpers_of[outer]
+
+    def folds(inner: str, outer: str) -> bool:
+        return inner not in evidence and nested_in(graph, inner, outer) and holds_helpers(outer)
+
     out: list[str] = []
     for c in candidates:
         if len(out) >= k:
             break
-        if c not in evidence and any(nested_in(graph, c, o) for o in out):
+        if any(folds(c, o) for o in out):
             continue
-        inners = [o for o in out if o not in evidence and nested_in(graph, o, c)]
+        inners = [o for o in out if folds(o, c)]
         if inners:
             at = out.index(inners[0])
             out = [o for o in out if o not in inners]
@@ -152,11 +184,13 @@ def tidy_list(
 
 __all__ = [
     "DEMOTED_PATHS",
+    "MAX_HELPERS",
     "PathPattern",
     "demote",
     "demoted_folder",
     "fold_nested",
     "issue_names",
+    "nested_functions",
     "nested_in",
     "tidy_list",
 ]

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from spider.graph.model import CodeGraph
-from spider.tidy import demote, demoted_folder, fold_nested, issue_names, tidy_list
+from spider.tidy import (
+    MAX_HELPERS,
+    demote,
+    demoted_folder,
+    fold_nested,
+    issue_names,
+    nested_functions,
+    tidy_list,
+)
 
 FUNCS = [  # path, qualified name, start, end
     ("lib/core/Axios.js", "Axios.request", 10, 80),
@@ -24,7 +32,24 @@ def _graph() -> tuple[CodeGraph, list[str]]:
         nid = f"{path}:{name}"
         g.add_node(nid, kind="function", path=path, name=name, start_line=s, end_line=e)
         ids.append(nid)
+    g.add_edge(ids[0], ids[1], "contains")
+    g.add_edge(ids[3], ids[4], "contains")
     return g, ids
+
+
+def _plugin(members: int) -> tuple[CodeGraph, str, list[str]]:
+    """A dayjs-style plugin: an anonymous export defining ``members`` methods on ``proto``
+    and one direct helper."""
+    g = CodeGraph()
+    path = "src/plugin/utc/index.js"
+    outer = f"{path}:utc"
+    g.add_node(outer, kind="function", path=path, name="utc", start_line=1, end_line=200)
+    inner = [f"{path}:utc.helper"] + [f"{path}:utc.proto.m{i}" for i in range(members)]
+    for i, nid in enumerate(inner):
+        name = nid.split(":", 1)[1]
+        g.add_node(nid, kind="function", path=path, name=name, start_line=2 + i, end_line=2 + i)
+        g.add_edge(outer, nid, "contains")
+    return g, outer, inner
 
 
 def test_demoted_folder_is_the_top_level_tooling_folder() -> None:
@@ -78,3 +103,15 @@ def test_tidy_list_fills_from_the_pool_and_can_be_switched_off() -> None:
     assert tidy_list(
         final, pool, g, "hang", {}, k=3, demote_paths=False, fold=False
     ) == final
+
+
+def test_a_member_attached_inside_a_function_is_no_helper() -> None:
+    g, outer, inner = _plugin(1)  # utc.proto.m0: a method on an object, not a local helper
+    assert fold_nested([outer, inner[1]], g, set(), k=2) == [outer, inner[1]]
+    assert fold_nested([outer, inner[0]], g, set(), k=2) == [outer]  # utc.helper is one
+
+
+def test_a_module_in_function_form_keeps_its_nested_functions() -> None:
+    g, outer, inner = _plugin(MAX_HELPERS)  # the helper and MAX_HELPERS methods
+    assert nested_functions(g, outer) == MAX_HELPERS + 1
+    assert fold_nested([outer, inner[0]], g, set(), k=2) == [outer, inner[0]]
