@@ -7,6 +7,7 @@ import time
 from spider.errors import EmptyIssue
 from spider.expand import run_expansion
 from spider.features import pool_features
+from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason, RunSettings
@@ -176,7 +177,7 @@ def locate(
             Hit(
                 id=node_id,
                 path=a.get("path", ""),
-                name=a.get("name", ""),
+                name=display_name(a.get("path", ""), a.get("name", "")),
                 start_line=int(a.get("start_line", 0)),
                 end_line=int(a.get("end_line", 0)),
                 score=score_of[node_id],

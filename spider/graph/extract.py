@@ -29,11 +29,6 @@ language-independent. It understands these capture names (aider's repo-map style
     bound to an alias.
 ``@name.package``
     The package or namespace the file declares (Java, Kotlin, C#, PHP, Go).
-``@anonymous.export``
-    On a definition's name capture: the definition is its module's anonymous export
-    (``export default function () {}``, ``module.exports = () => {}``). It is named after
-    its file, as a reader refers to it (``lib/adapters/xhr.js`` -> ``xhr``; an ``index``
-    file by its folder: ``src/plugin/utc/index.js`` -> ``utc``).
 
 Two directives, comments to tree-sitter, shape what a query file compiles to:
 
@@ -82,8 +77,6 @@ MAX_NESTING_DEPTH = 32  # deeper definitions are generated or pathological; ids 
 UNKNOWN_RECEIVER = "?"  # a member call on an expression we cannot name
 WILDCARD_NAMES = frozenset({"*", "."})  # `from m import *`, Go's dot import
 PATH_SEPARATOR = "::"  # receivers written as a path (C++, Rust, PHP) may name a namespace
-ANONYMOUS_EXPORT = "anonymous.export"  # capture marking a module's unnamed export
-INDEX_STEMS = frozenset({"index"})  # a file standing for its folder: named by the folder
 
 _SEPARATORS = re.compile(r"::|\\|\.")
 _GENERIC_ARGS = re.compile(r"<[^<>]*>")
@@ -331,6 +324,11 @@ def definition_name_text(data: bytes, node: Node) -> str:
     return " ".join(data[node.start_byte : end].decode("utf-8", "replace").split())
 
 
+ANONYMOUS_EXPORTS = frozenset({"default", "exports"})  # how a module's unnamed export is named
+SCRIPT_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
+INDEX_STEMS = frozenset({"index"})  # a file standing for its folder: named by the folder
+
+
 def anonymous_export_name(path: str) -> str:
     """The name a reader gives a module's anonymous export: its file's name without
     extensions, or the folder's for an ``index`` file (``src/utc/index.js`` -> ``utc``)."""
@@ -338,7 +336,20 @@ def anonymous_export_name(path: str) -> str:
     stem = parts[-1].split(".")[0] if parts else ""
     if stem in INDEX_STEMS and len(parts) > 1:
         stem = parts[-2]
-    return stem.replace("#", "_") or "default"
+    return stem or "default"
+
+
+def display_name(path: str, name: str) -> str:
+    """A definition's name as a reader recognises it. The graph names a JS/TS module's
+    anonymous export ``default`` (``export default function () {}``) or ``exports``
+    (``module.exports = () => {}``): the node ids keep that, the id convention of the
+    benchmark's ground truth and the names the ranker was trained on; a reader is shown
+    the file's name instead (``lib/adapters/xhr.js`` -> ``xhr``, its nested
+    ``default.onload`` -> ``xhr.onload``)."""
+    head, dot, rest = name.partition(".")
+    if head not in ANONYMOUS_EXPORTS or not path.endswith(SCRIPT_SUFFIXES):
+        return name
+    return anonymous_export_name(path) + dot + rest
 
 
 def _receiver(data: bytes, node: Node | None) -> str | None:
@@ -418,7 +429,7 @@ def _role(keys: list[str]) -> tuple[int, str]:
 
 
 def _collect(
-    tree: Tree, query: Query, data: bytes, path: str = ""
+    tree: Tree, query: Query, data: bytes
 ) -> tuple[list[_Item], list[_Ref], list[ImportRef], list[str]]:
     items: list[_Item] = []
     by_node: dict[tuple[int, int], int] = {}
@@ -467,8 +478,6 @@ def _collect(
             # "#" would read as a duplicate number in the node id (JS string keys)
             written = definition_name_text(data, name_node)
             segs = [seg.replace("#", "_") for seg in split_name(written)]
-            if ANONYMOUS_EXPORT in caps:
-                segs = [anonymous_export_name(path)]
             if not segs:
                 continue
             if kind == _ROLE_DEF:
@@ -590,7 +599,7 @@ def _nest(items: list[_Item], refs: list[_Ref]) -> list[_Item]:
 
 def build_outline(path: str, language: str, data: bytes, tree: Tree, query: Query) -> FileOutline:
     """Turn a parsed file into definitions with qualified names, calls, bases and imports."""
-    raw_items, refs, imports, packages = _collect(tree, query, data, path)
+    raw_items, refs, imports, packages = _collect(tree, query, data)
     raw_items.sort(key=lambda it: (it.start, -it.end))
     raw_items = _nest(raw_items, refs)
     outline = FileOutline(path, language, count_lines(data), imports=imports, packages=packages)

@@ -6,13 +6,12 @@
 
 ; --- classes (declarations: see the JavaScript-only section)
 (variable_declarator name: (identifier) @name.definition.class value: (class)) @definition.class
-; export default class {}: an anonymous export, named after its file (see extract.py)
-(export_statement "default" @name.definition.class @anonymous.export value: (class)) @definition.class
+(export_statement "default" @name.definition.class value: (class)) @definition.class
 
 ; --- functions and methods
 (function_declaration name: (identifier) @name.definition.function) @definition.function
 (generator_function_declaration name: (identifier) @name.definition.function) @definition.function
-(export_statement "default" @name.definition.function @anonymous.export
+(export_statement "default" @name.definition.function
   value: [(function_expression) (arrow_function) (generator_function)]) @definition.function
 (method_definition
   name: [(property_identifier) (private_property_identifier)] @name.definition.method) @definition.method
@@ -43,12 +42,11 @@
     property: (property_identifier) @name.definition.function)
   right: [(function_expression) (arrow_function) (generator_function)]) @definition.function
 ; module.exports = (req, res) => {} / module.exports = function () {}: the module's
-; anonymous export, named after its file (a named function expression is named by itself)
+; default export, named `exports` (a named function expression is named by itself, below)
 (assignment_expression
   left: (member_expression
     object: (identifier) @_module (#eq? @_module "module")
-    property: (property_identifier) @name.definition.function @anonymous.export
-      (#eq? @name.definition.function "exports"))
+    property: (property_identifier) @name.definition.function (#eq? @name.definition.function "exports"))
   right: [(function_expression !name) (arrow_function) (generator_function !name)]) @definition.function
 ; a named function expression anywhere else is a function of that name:
 ; module.exports = function httpAdapter() {}, x && function f() {}, define('n', function n() {}).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from importlib import resources
 
-from spider.graph.extract import UNKNOWN_RECEIVER, anonymous_export_name, split_name
+from spider.graph.extract import UNKNOWN_RECEIVER, split_name
 from spider.graph.resolve.base import (
     GLOBAL_MAX_CANDIDATES,
     RUBY_NEW,
@@ -22,6 +22,7 @@ from spider.graph.resolve.base import (
 
 SELF_RECEIVERS = frozenset({"self", "this", "cls", "$this", "Self", "static", "@"})
 SUPER_RECEIVERS = frozenset({"super", "super()", "base", "parent"})
+DEFAULT_EXPORT = "default"  # the name given to `export default function () {}`
 STOPWORDS_FILE = "stopwords.txt"  # package data beside this module
 
 
@@ -95,10 +96,8 @@ class CallLinker(LinkerBase):
         bound: list[str] = []
         for t in fi.bindings.get(name, ()):
             bound.extend(self._expand(t))
-            if t[0] == "module":  # `import f from './f'` then f(): its f or anonymous export
-                bound.extend(
-                    self.exported(t[1], name) or self.exported(t[1], anonymous_export_name(t[1]))
-                )
+            if t[0] == "module":  # `import f from './f'` then f(): its f or default export
+                bound.extend(self.exported(t[1], name) or self.exported(t[1], DEFAULT_EXPORT))
         yield bound, cap
         yield list(fi.top.get(name, ())), cap
         yield self._in_files(fi.stars, name), cap

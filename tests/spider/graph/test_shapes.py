@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from spider.graph import CodeGraph, build_graph
-from spider.graph.extract import anonymous_export_name
+from spider.graph.extract import anonymous_export_name, display_name
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
 
@@ -49,17 +49,17 @@ CASES: dict[tuple[str, str], dict[str, tuple[int, int]]] = {
         "commonjs_default.js:obj.method": (6, 6),
         "commonjs_default.js:obj.arrow": (6, 6),
     },
-    # module.exports = async (req, res) => {}: the anonymous export, named after its file
+    # module.exports = async (req, res) => {}: the default export, named `exports`
     ("javascript", "anonymous_module_exports.js"): {
-        "anonymous_module_exports.js:anonymous_module_exports": (3, 6),
+        "anonymous_module_exports.js:exports": (3, 6),
     },
-    # export default function () {}: named after its file, not `default`
+    # export default function () {}: named `default` in the graph (the id convention);
+    # shown by its file's name (extract.display_name)
     ("javascript", "lib/adapters/xhr.js"): {
-        "lib/adapters/xhr.js:xhr": (1, 3),
+        "lib/adapters/xhr.js:default": (1, 3),
     },
-    # an index file's anonymous export is named after its folder (a dayjs plugin)
     ("javascript", "src/plugin/utc/index.js"): {
-        "src/plugin/utc/index.js:utc": (1, 4),
+        "src/plugin/utc/index.js:default": (1, 4),
     },
     # a named function expression passed as an argument
     ("javascript", "named_callback.js"): {
@@ -89,12 +89,6 @@ def test_shape(graphs: dict[str, CodeGraph], language: str, path: str) -> None:
     assert functions_of(graphs[language], path) == CASES[(language, path)]
 
 
-def test_a_default_import_calls_the_anonymous_export(graphs: dict[str, CodeGraph]) -> None:
-    """`import xhr from './adapters/xhr.js'; xhr()` reaches the file-named export."""
-    g = graphs["javascript"].g
-    assert g.has_edge("lib/axios.js:dispatchRequest", "lib/adapters/xhr.js:xhr", "invokes")
-
-
 @pytest.mark.parametrize(
     ("path", "name"),
     [
@@ -107,3 +101,20 @@ def test_a_default_import_calls_the_anonymous_export(graphs: dict[str, CodeGraph
 )
 def test_anonymous_export_name(path: str, name: str) -> None:
     assert anonymous_export_name(path) == name
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "shown"),
+    [
+        ("lib/adapters/xhr.js", "default", "xhr"),
+        ("src/plugin/utc/index.js", "default.proto.utcOffset", "utc.proto.utcOffset"),
+        ("api/pin.js", "exports", "pin"),
+        ("src/json.py", "JSONEncoder.default", "JSONEncoder.default"),
+        ("src/enc.py", "default", "default"),  # Python may name a function `default`
+        ("lib/x.js", "defaults.merge", "defaults.merge"),
+    ],
+)
+def test_display_name_shows_an_anonymous_export_by_its_file(
+    path: str, name: str, shown: str
+) -> None:
+    assert display_name(path, name) == shown
