@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from spider.errors import EmptyIssue
 from spider.expand import run_expansion
 from spider.features import pool_features
+from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason, RunSettings
@@ -17,6 +18,7 @@ from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.select.exchange import Admission
 from spider.settings import EngineSettings
+from spider.tidy import tidy_list
 
 CLOSE_WORDING_RANK = 10  # a dense rank this good means the text reads like the issue
 MAX_TERMS = 3  # shared words shown per hit: the rarest ones say the most
@@ -189,6 +191,16 @@ def locate(
     final = exp.final
     if exp.placed and settings.placement == "probability" and isinstance(selector, OfflineSelector):
         final = selector.place(final, exp.placed, exp.requests, shown)
+    final = tidy_list(
+        final,
+        ranked,
+        index.graph,
+        issue.text,
+        {ids[i]: ev for i, ev in fs.evidence.items()},
+        k=settings.k,
+        demote_paths=settings.demote_paths,
+        fold=settings.fold_nested,
+    )
     t2 = time.perf_counter()
     hits: list[Hit] = []
     g = index.graph.g
@@ -225,7 +237,7 @@ def locate(
             Hit(
                 id=node_id,
                 path=a.get("path", ""),
-                name=a.get("name", ""),
+                name=display_name(a.get("path", ""), a.get("name", "")),
                 start_line=int(a.get("start_line", 0)),
                 end_line=int(a.get("end_line", 0)),
                 score=score_of[node_id],

@@ -196,6 +196,19 @@ class EngineSettings(BaseSettings):
     ranker_depth: int = Field(
         0, ge=0, le=2000, description="candidates the pool ranker re-scores; 0 = the model's own"
     )
+    demote_paths: bool = Field(
+        True,
+        description="after the ranker, move functions under tooling and copy folders (bin/, "
+        "scripts/, tools/, extras/, benchmarks/, examples/, release/: spider/tidy.py "
+        "DEMOTED_PATHS) below the library's own code, unless the issue names their file, "
+        "their name or points at them by a signal",
+    )
+    fold_nested: bool = Field(
+        True,
+        description="list a function and a function nested in it once (the outer, at the "
+        "better place; the next candidate fills the freed slot) unless the issue points at "
+        "the nested one by a signal (a mention, a traceback frame)",
+    )
 
     # --- graph ---
     invokes_max_candidates: int = Field(

@@ -32,9 +32,6 @@ MARKER = "<!-- spider-bot:localization -->"  # finds our one comment per issue
 MAX_COMMENT_CHARS = 65_536  # GitHub rejects longer comment bodies
 MAX_NAME_CHARS = 120  # link text; the permalink carries the full location
 _HTML_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-# Settings shown in the details block, in this order (others the engine reports follow).
-_SETTINGS_ORDER = ("k", "selector", "edges", "first_stage", "rerank", "centres", "depth", "pool", "model")
-_COUNT_SUFFIXES = ("_calls", "_count", "calls", "count")
 SHOWN = 5  # items listed in full; the rest of K sit in a collapsed block
 LOW_CONFIDENCE = 0.10  # below it the list is called weak (dev CV: 12% of issues, 0 right at 1)
 
@@ -65,12 +62,12 @@ class CommentView:
     commit: Markdown
     commit_url: str
     branch: Markdown
-    settings: Sequence[Markdown]
-    timings: Sequence[Markdown]
+    read: Markdown  # how much of the issue was read: one text or how many windows
     config_source: Markdown
     method: Markdown
     skip_label: Markdown
     partial_note: Markdown | None = None  # ranked from a partial index (the cold path)
+    index_note: Markdown | None = None  # the details' line on a partial index
 
 
 def reason_words(reason: Reason) -> Markdown:
@@ -137,26 +134,24 @@ def partial_note(partial: PartialIndex | None, *, updates: bool) -> Markdown | N
     return Markdown(f"Made from a partial index (the repository is being indexed{counts}){then}.")
 
 
-def _value(value: Any) -> str:
-    if isinstance(value, list | tuple):
-        return ",".join(str(v) for v in value) or "none"
-    return str(value)
+def read_words(query_texts: int) -> Markdown:
+    """How much of the issue the dense ranker read, in words (``query_texts``: the texts
+    the issue was embedded as; 0 = no dense retrieval)."""
+    if query_texts <= 0:
+        return Markdown("its words only (no dense retrieval)")
+    if query_texts == 1:
+        return Markdown("its title and the start of its body, as one text")
+    return Markdown(f"{query_texts} windows: its title, then its body in parts")
 
 
-def settings_rows(settings: Mapping[str, Any]) -> list[Markdown]:
-    """The settings the engine reports as ``key=value`` code spans, best-known first."""
-    keys = [k for k in _SETTINGS_ORDER if k in settings]
-    keys += sorted(k for k in settings if k not in _SETTINGS_ORDER)
-    return [code(f"{k}={_value(settings[k])}", limit=120) for k in keys]
-
-
-def timing_rows(timings: Mapping[str, float]) -> list[Markdown]:
-    """Timings in seconds (counts, such as selector calls, as integers)."""
-    rows = []
-    for key, value in timings.items():
-        shown = f"{int(value)}" if key.endswith(_COUNT_SUFFIXES) else f"{value:.2f} s"
-        rows.append(Markdown(f"{plain(key.replace('_', ' '))} {shown}"))
-    return rows
+def index_words(partial: PartialIndex | None) -> Markdown | None:
+    """The details' line on a partial index (the cold path), else None."""
+    if partial is None:
+        return None
+    return Markdown(
+        f"partial: {partial.embedded_functions:,} of {partial.functions:,} functions embedded, "
+        "the others ranked by BM25 and the issue's signals only"
+    )
 
 
 def build_view(
@@ -177,8 +172,12 @@ def build_view(
     """The view model of one comment. ``notes`` may hold single-backtick code spans.
 
     The first ``shown`` hits are listed in full, the rest collapsed; a first hit whose
-    calibrated confidence is below ``low_confidence`` gets a one-line warning.
+    calibrated confidence is below ``low_confidence`` gets a one-line warning. The details
+    show evidence (the commit, the method, how much of the issue was read, each item's
+    ranks, a partial index), not settings or seconds: ``extra_settings`` and ``timings``
+    are accepted from callers that still pass them and not shown.
     """
+    del extra_settings, timings  # settings and seconds are no evidence for the reader
     sha = loc.commit or ""
     if not loc.hits:
         raise RenderError("the engine returned no functions")
@@ -192,15 +191,6 @@ def build_view(
         if k > 1
         else "This is the function most likely to need a change for this issue."
     )
-    settings = loc.settings.to_dict()
-    settings.update(extra_settings or {})
-    worker_timings = dict(timings or {})
-    total = worker_timings.pop("total", None)
-    all_timings = {**worker_timings, **{n: v for n, v in loc.timings.items() if n != "total"}}
-    if loc.selector_calls:
-        all_timings["selector_calls"] = float(loc.selector_calls)
-    if total is not None:
-        all_timings["total"] = total
     return CommentView(
         marker=MARKER,
         app_name=plain(app_name),
@@ -212,14 +202,14 @@ def build_view(
         commit=code(sha),
         commit_url=f"{html_url}/commit/{sha}",
         branch=code(branch),
-        settings=settings_rows(settings),
-        timings=timing_rows(all_timings),
+        read=read_words(loc.settings.query_texts),
         config_source=Markdown(
             "`.github/spider.yml`" if config_found else "defaults (no `.github/spider.yml`)"
         ),
         method=plain(loc.method()),
         skip_label=code(skip_label),
         partial_note=partial_note(loc.settings.partial, updates=partial_updates),
+        index_note=index_words(loc.settings.partial),
     )
 
 

@@ -11,6 +11,7 @@ import bm25s
 import numpy as np
 
 from spider.errors import IndexFormatError
+from spider.retrieve.signals import code_written_names, plain_common_word
 from spider.retrieve.tokenize import code_tokens, is_code_shaped, word_keys
 
 log = logging.getLogger(__name__)
@@ -97,13 +98,17 @@ class LexicalIndex:
         Words are returned as the query spells them (``iter_content``), once each. Only
         words a reader takes as evidence count: code-shaped ones (``decode_unicode``,
         ``iterContent``) and plain words that are part of the function's ``name``; a word
-        found in many documents says nothing and is left out.
+        found in many documents says nothing and is left out. A common English word
+        (``run`` in "We run gin", ``URL``) counts only where the issue writes it as code.
         """
         doc_tokens = set(code_tokens(document))
         name_tokens = set(code_tokens(name))
         common = max(2, self.size // COMMON_SHARE)
+        as_code = code_written_names(query)
         found: dict[str, tuple[int, str]] = {}
         for word, key in word_keys(query):
+            if plain_common_word(word) and key not in as_code:
+                continue
             if not (is_code_shaped(word) or key in name_tokens):
                 continue
             if key in doc_tokens and key not in found:

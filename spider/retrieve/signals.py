@@ -10,6 +10,8 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 
 import numpy as np
 
@@ -79,6 +81,41 @@ COMMON_NAMES = frozenset(
     }
 )  # names that appear in nearly every issue and every code base
 
+COMMON_WORDS_FILE = "common_words.txt"  # package data beside this module
+CODE_NAMES_CACHED = 8  # issues whose code-written names are kept: one query reads one issue
+
+
+def load_word_list(name: str = COMMON_WORDS_FILE) -> frozenset[str]:
+    """The words of a package-data word list (one a line, lower case, ``#`` comments)."""
+    text = resources.files(__package__ or "spider.retrieve").joinpath(name).read_text("utf-8")
+    words = (line.strip().lower() for line in text.splitlines())
+    return frozenset(w for w in words if w and not w.startswith("#"))
+
+
+COMMON_ENGLISH = load_word_list()  # English words that are identifiers too: run, get, url
+
+
+def plain_common_word(word: str) -> bool:
+    """Whether ``word`` is a common English word written as prose (``run``, ``Run``,
+    ``URL``), not as code: such a word names no function unless the issue writes it as
+    code (backticks, a call, a dotted name, a traceback frame)."""
+    return (
+        word.isalpha()
+        and word.lower() in COMMON_ENGLISH
+        and (word.islower() or word.isupper() or word.istitle())
+    )
+
+
+@lru_cache(maxsize=CODE_NAMES_CACHED)
+def code_written_names(text: str) -> frozenset[str]:
+    """The identifier parts (lower case) that ``text`` writes as code: inside backticks or
+    a fenced block, called (``run()``), dotted (``engine.run``) or in a traceback frame."""
+    sig = extract_signals(text)
+    names = sig.code_names | sig.prose_names  # prose names: code-shaped or called only
+    names.update(func for _, _, func in sig.frames if func)
+    return frozenset(part.lower() for n in names for part in n.split("."))
+
+
 # Strength of each kind of evidence; the ranking only uses their order and the fusion weight.
 STRENGTH = {
     "frame": 4.0,  # a stack frame names file, line and function
@@ -140,7 +177,9 @@ def extract_signals(text: str) -> IssueSignals:
     for part in code_parts:
         sig.code_names.update(_IDENT.findall(part))
     prose = _FENCE.sub(" ", text)
-    sig.prose_names.update(n for n in _IDENT.findall(prose) if looks_like_code(n))
+    sig.prose_names.update(
+        n for n in _IDENT.findall(prose) if looks_like_code(n) and not plain_common_word(n)
+    )
     sig.prose_names.update(_CALL.findall(prose))  # call-shaped: `Mod(x, 2)`, `idiff(...)`
     return sig
 

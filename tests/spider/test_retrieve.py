@@ -92,3 +92,28 @@ def test_matched_terms_are_code_shaped_or_in_the_name_rarest_first() -> None:
         "decode_unicode", "iter_content"]  # 'content' is a plain word, not in the name
     assert lex.matched_terms(issue, docs[1], name="Response.text") == ["text"]
     assert lex.matched_terms(issue, docs[2], name="f0") == []
+
+
+def _gin_index() -> tuple[object, list[str]]:
+    from spider.retrieve.bm25 import LexicalIndex
+
+    docs = [
+        "gin.go\nEngine.Run\nfunc (engine *Engine) Run(addr string) error { return serve(addr) }",
+        "gin.go\nEngine.RunTLS\nfunc (engine *Engine) RunTLS(addr, cert string) error { tls }",
+        "context.go\nContext.Redirect\nfunc (c *Context) Redirect(code int, location string) {}",
+    ] + [f"x.go\nf{i}\nfunc f{i}() int {{ return {i} }}" for i in range(8)]
+    return LexicalIndex(docs), docs
+
+
+def test_matched_terms_skip_common_english_words_written_as_prose() -> None:
+    lex, docs = _gin_index()
+    issue = "We run gin behind a proxy and Redirect sends the wrong location"
+    assert lex.matched_terms(issue, docs[0], name="Engine.Run") == []  # "run" is English here
+    assert lex.matched_terms(issue, docs[2], name="Context.Redirect") == ["Redirect"]
+
+
+def test_matched_terms_count_a_common_word_written_as_code() -> None:
+    lex, docs = _gin_index()
+    for issue in ("`Run` hangs behind a proxy", "engine.Run() hangs", "router.run hangs"):
+        terms = lex.matched_terms(issue, docs[0], name="Engine.Run")
+        assert {"Run", "run"} & set(terms), issue

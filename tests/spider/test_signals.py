@@ -137,3 +137,29 @@ def test_name_built_around_a_mentioned_name() -> None:
     assert score[0] == 1.0 and why[0] == "component: SeqFormula"
     assert score[1] == 0.0
     assert score[2] == 1.0 and why[2] == "member: class SeqFormula"
+
+
+def test_common_english_words_in_prose_name_no_function() -> None:
+    from spider.retrieve.signals import code_written_names, plain_common_word
+
+    text = "We run gin and GET the URL; Set-Cookie is lost. See `Session.send` and run()."
+    assert not {"run", "GET", "URL", "Set"} & extract_signals("We run gin and GET the URL").prose_names
+    assert "run" in extract_signals(text).prose_names  # run() is written as code
+    assert plain_common_word("URL") and plain_common_word("Run")
+    assert not plain_common_word("runServer") and not plain_common_word("get_url")
+    assert {"run", "session", "send"} <= code_written_names(text)
+    assert "url" not in code_written_names(text)
+
+
+def test_common_english_word_written_as_code_still_names_a_function() -> None:
+    g = CodeGraph()
+    ids = []
+    for path, name in (("gin.go", "Engine.Run"), ("gin.go", "Engine.RunTLS"), ("url.go", "URL")):
+        nid = f"{path}:{name}"
+        g.add_node(nid, kind="function", path=path, name=name, start_line=1, end_line=9)
+        ids.append(nid)
+    table = NameTable(g, ids)
+    prose, _ = signal_scores(table, extract_signals("We run gin; the URL is wrong"), len(ids))
+    assert prose == [0.0, 0.0, 0.0]
+    code, _ = signal_scores(table, extract_signals("`URL` is wrong; see engine.RunTLS()"), len(ids))
+    assert code[1] > 0 and code[2] > 0

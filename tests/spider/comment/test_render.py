@@ -126,7 +126,23 @@ def test_a_partial_index_is_said_in_one_line() -> None:
     body = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
     assert ("Made from a partial index (the repository is being indexed: 400 of 15,461 functions "
             "embedded); a later run (`/spider`) ranks from the full index.") in body
-    assert "`partial_index=True`" in body and "`embedded_functions=400`" in body
+    assert ("- Index: partial: 400 of 15,461 functions embedded, the others ranked by BM25 "
+            "and the issue's signals only") in body
+    assert "- Index:" not in comment()  # a full index needs no line
+
+
+def test_the_details_show_evidence_not_settings() -> None:
+    details = comment().split("How this list was made")[1]
+    assert f"- Commit: [`{SHA}`]" in details
+    assert "- Issue read as: its title and the start of its body, as one text" in details
+    assert "- Method: dense retrieval and BM25, fused" in details
+    for knob in ("centres=", "query_adapter=", "ranked_depth", "Settings:", "Timings:",
+                 "index 12.25 s", "pool=500"):
+        assert knob not in details, knob
+    loc = localization()
+    loc.settings = replace(loc.settings, query_texts=4)
+    body = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
+    assert "- Issue read as: 4 windows: its title, then its body in parts" in body
 
 
 def test_reasons_in_words() -> None:
@@ -206,7 +222,6 @@ def test_the_method_line_says_what_ran() -> None:
             "tracebacks and names; the top 3 re-ranked by the head model; graph expansion over "
             "contains, invokes edges: the offline selector was offered 8 neighbours, 6 of them "
             "outside the list, and admitted 1") in body
-    assert "selector calls 2" in body
 
     loc = localization()
     loc.settings = replace(loc.settings, first_stage="bm25", signals=False, rerank=None,

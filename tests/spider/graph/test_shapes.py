@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from spider.graph import CodeGraph, build_graph
+from spider.graph.extract import anonymous_export_name, display_name
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
 
@@ -52,6 +53,14 @@ CASES: dict[tuple[str, str], dict[str, tuple[int, int]]] = {
     ("javascript", "anonymous_module_exports.js"): {
         "anonymous_module_exports.js:exports": (3, 6),
     },
+    # export default function () {}: named `default` in the graph (the id convention);
+    # shown by its file's name (extract.display_name)
+    ("javascript", "lib/adapters/xhr.js"): {
+        "lib/adapters/xhr.js:default": (1, 3),
+    },
+    ("javascript", "src/plugin/utc/index.js"): {
+        "src/plugin/utc/index.js:default": (1, 4),
+    },
     # a named function expression passed as an argument
     ("javascript", "named_callback.js"): {
         "named_callback.js:defineGetter": (1, 3),
@@ -78,3 +87,34 @@ CASES: dict[tuple[str, str], dict[str, tuple[int, int]]] = {
 @pytest.mark.parametrize(("language", "path"), sorted(CASES))
 def test_shape(graphs: dict[str, CodeGraph], language: str, path: str) -> None:
     assert functions_of(graphs[language], path) == CASES[(language, path)]
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("lib/adapters/xhr.js", "xhr"),
+        ("src/plugin/utc/index.js", "utc"),
+        ("index.js", "index"),
+        ("api/top-langs.js", "top-langs"),
+        ("src/a.config.mjs", "a"),
+    ],
+)
+def test_anonymous_export_name(path: str, name: str) -> None:
+    assert anonymous_export_name(path) == name
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "shown"),
+    [
+        ("lib/adapters/xhr.js", "default", "xhr"),
+        ("src/plugin/utc/index.js", "default.proto.utcOffset", "utc.proto.utcOffset"),
+        ("api/pin.js", "exports", "pin"),
+        ("src/json.py", "JSONEncoder.default", "JSONEncoder.default"),
+        ("src/enc.py", "default", "default"),  # Python may name a function `default`
+        ("lib/x.js", "defaults.merge", "defaults.merge"),
+    ],
+)
+def test_display_name_shows_an_anonymous_export_by_its_file(
+    path: str, name: str, shown: str
+) -> None:
+    assert display_name(path, name) == shown

@@ -1,0 +1,117 @@
+"""Less noise: tooling below the library's own code, a nested function folded into its outer."""
+
+from __future__ import annotations
+
+from spider.graph.model import CodeGraph
+from spider.tidy import (
+    MAX_HELPERS,
+    demote,
+    demoted_folder,
+    fold_nested,
+    issue_names,
+    nested_functions,
+    tidy_list,
+)
+
+FUNCS = [  # path, qualified name, start, end
+    ("lib/core/Axios.js", "Axios.request", 10, 80),
+    ("lib/core/Axios.js", "Axios.request.onFulfilled", 20, 30),
+    ("bin/GithubAPI.js", "GithubAPI.constructor", 1, 9),
+    ("lib/adapters/xhr.js", "xhr", 1, 200),
+    ("lib/adapters/xhr.js", "xhr.onloadend", 50, 70),
+    ("lib/helpers/buildURL.js", "buildURL", 1, 40),
+    ("lib/core/Axios.js", "Axios.requestAll", 90, 99),  # a sibling sharing a name prefix
+    ("extras/gson/Copy.java", "Copy.toJson", 1, 9),
+]
+
+
+def _graph() -> tuple[CodeGraph, list[str]]:
+    g = CodeGraph()
+    ids = []
+    for path, name, s, e in FUNCS:
+        nid = f"{path}:{name}"
+        g.add_node(nid, kind="function", path=path, name=name, start_line=s, end_line=e)
+        ids.append(nid)
+    g.add_edge(ids[0], ids[1], "contains")
+    g.add_edge(ids[3], ids[4], "contains")
+    return g, ids
+
+
+def _plugin(members: int) -> tuple[CodeGraph, str, list[str]]:
+    """A dayjs-style plugin: an anonymous export defining ``members`` methods on ``proto``
+    and one direct helper."""
+    g = CodeGraph()
+    path = "src/plugin/utc/index.js"
+    outer = f"{path}:utc"
+    g.add_node(outer, kind="function", path=path, name="utc", start_line=1, end_line=200)
+    inner = [f"{path}:utc.helper"] + [f"{path}:utc.proto.m{i}" for i in range(members)]
+    for i, nid in enumerate(inner):
+        name = nid.split(":", 1)[1]
+        g.add_node(nid, kind="function", path=path, name=name, start_line=2 + i, end_line=2 + i)
+        g.add_edge(outer, nid, "contains")
+    return g, outer, inner
+
+
+def test_demoted_folder_is_the_top_level_tooling_folder() -> None:
+    assert demoted_folder("bin/GithubAPI.js") == "bin"
+    assert demoted_folder("extras/gson/Copy.java") == "extras"
+    assert demoted_folder("lib/bin/x.js") is None  # only the top level
+    assert demoted_folder("bin") is None  # a file named bin, not a folder
+
+
+def test_tooling_moves_below_the_library_unless_the_issue_names_it() -> None:
+    g, ids = _graph()
+    order = [ids[2], ids[7], ids[0], ids[5]]
+    assert demote(order, g, "requests hang", {}) == [ids[0], ids[5], ids[2], ids[7]]
+    assert demote(order, g, "bin/GithubAPI.js fails to publish", {}) == [
+        ids[2], ids[0], ids[5], ids[7]]
+    assert demote(order, g, "`Copy.toJson` drops nulls", {}) == [ids[7], ids[0], ids[5], ids[2]]
+    assert demote(order, g, "hang", {ids[2]: "frame: bin/x.js:3"})[0] == ids[2]
+
+
+def test_issue_names_a_file_or_a_code_name_not_an_english_word() -> None:
+    assert issue_names("see githubapi.js", "bin/GithubAPI.js", "GithubAPI.constructor")
+    assert not issue_names("the constructor fails", "bin/GithubAPI.js", "GithubAPI.constructor")
+
+
+def test_a_nested_function_is_folded_into_its_outer_and_the_slot_refilled() -> None:
+    g, ids = _graph()
+    order = [ids[1], ids[5], ids[0], ids[3], ids[4], ids[6]]
+    # the inner ranked first: the outer takes its place; xhr.onloadend goes; requestAll fills
+    assert fold_nested(order, g, set(), k=4) == [ids[0], ids[5], ids[3], ids[6]]
+
+
+def test_a_nested_function_the_issue_points_at_stays() -> None:
+    g, ids = _graph()
+    order = [ids[0], ids[1], ids[5]]
+    assert fold_nested(order, g, {ids[1]}, k=3) == order
+    assert fold_nested(order, g, set(), k=3) == [ids[0], ids[5]]  # nothing left to fill
+
+
+def test_a_sibling_with_a_longer_name_is_not_nested() -> None:
+    g, ids = _graph()
+    assert fold_nested([ids[0], ids[6]], g, set(), k=2) == [ids[0], ids[6]]
+
+
+def test_tidy_list_fills_from_the_pool_and_can_be_switched_off() -> None:
+    g, ids = _graph()
+    final = [ids[2], ids[0], ids[1]]
+    pool = [ids[2], ids[0], ids[1], ids[5], ids[3]]
+    assert tidy_list(final, pool, g, "hang", {}, k=3) == [ids[0], ids[5], ids[3]]
+    assert tidy_list(final, pool, g, "hang", {ids[1]: "file: lib/core/Axios.js"}, k=3) == [
+        ids[0], ids[5], ids[3]]  # a file mention is no evidence for the inner itself
+    assert tidy_list(
+        final, pool, g, "hang", {}, k=3, demote_paths=False, fold=False
+    ) == final
+
+
+def test_a_member_attached_inside_a_function_is_no_helper() -> None:
+    g, outer, inner = _plugin(1)  # utc.proto.m0: a method on an object, not a local helper
+    assert fold_nested([outer, inner[1]], g, set(), k=2) == [outer, inner[1]]
+    assert fold_nested([outer, inner[0]], g, set(), k=2) == [outer]  # utc.helper is one
+
+
+def test_a_module_in_function_form_keeps_its_nested_functions() -> None:
+    g, outer, inner = _plugin(MAX_HELPERS)  # the helper and MAX_HELPERS methods
+    assert nested_functions(g, outer) == MAX_HELPERS + 1
+    assert fold_nested([outer, inner[0]], g, set(), k=2) == [outer, inner[0]]
