@@ -25,7 +25,7 @@ from spider.bench.history import (
     DEFAULT_SCAN_LIMIT,
     mine_history,
 )
-from spider.bench.methods import parse_methods
+from spider.bench.methods import METHODS, parse_methods
 from spider.bench.report import render_tables, render_timings
 from spider.bench.run import run_benchmark, unrunnable
 from spider.bench.store import SUMMARY, read_summary
@@ -65,8 +65,8 @@ MethodOpt = Annotated[
     typer.Option(
         "--method",
         "-m",
-        help="comma-separated methods: bm25, dense, hybrid, spider-contains, spider-invokes, "
-        "spider-both, oracle, default; overrides as name:key=value,key=value",
+        help=f"comma-separated methods: {', '.join(METHODS)}; overrides as "
+        "name:key=value,key=value",
     ),
 ]
 WarmOpt = Annotated[

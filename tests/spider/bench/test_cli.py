@@ -89,3 +89,13 @@ def test_runnable_lists_missing_repositories(dataset: Path, tmp_path: Path) -> N
 def test_bench_only_measures(command: str) -> None:
     res = runner.invoke(cli.bench_app, [command, "--help"])
     assert res.exit_code == 2 and "No such command" in res.output
+
+
+def test_method_help_lists_every_method() -> None:
+    from spider.bench.methods import METHODS
+
+    res = runner.invoke(cli.bench_app, ["--help"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0
+    flat = " ".join(res.output.split())
+    for name in METHODS:
+        assert name in flat, name
