@@ -177,6 +177,14 @@ class Permalinks:
     commit: str | None  # --commit: the commit a tree without git was made from
     note: str | None  # what was ranked, when it is not the files on disk
 
+    @property
+    def ref(self) -> str | None:
+        """What the comment says was ranked when it is not the branch's head: ``--rev``,
+        or the ``--commit`` a tree without git came from."""
+        if self.rev not in (None, "HEAD"):
+            return self.rev
+        return self.commit
+
 
 def plan_permalinks(
     path: Path, rev: str | None, repo_url: str | None, commit: str | None
@@ -415,6 +423,7 @@ def _markdown(result: Localization, links: Permalinks) -> str:
             result,
             html_url=links.html_url,
             branch=links.branch,
+            ref=links.ref,
             skip_label="spider:skip",
             app_name="spider-bot",
         )

@@ -61,7 +61,7 @@ class CommentView:
     notes: Sequence[Markdown]
     commit: Markdown
     commit_url: str
-    branch: Markdown
+    branch: Markdown  # where the commit came from: "head of `main`", or "at `v2.10.0`"
     read: Markdown  # how much of the issue was read: one text or how many windows
     config_source: Markdown
     method: Markdown
@@ -159,6 +159,7 @@ def build_view(
     *,
     html_url: str,
     branch: str,
+    ref: str | None = None,
     notes: Sequence[str] = (),
     extra_settings: Mapping[str, Any] | None = None,
     timings: Mapping[str, float] | None = None,
@@ -171,7 +172,8 @@ def build_view(
 ) -> CommentView:
     """The view model of one comment. ``notes`` may hold single-backtick code spans.
 
-    The first ``shown`` hits are listed in full, the rest collapsed; a first hit whose
+    ``ref`` names what was ranked when it is not the head of ``branch`` (a tag or commit
+    asked for on the command line). The first ``shown`` hits are listed in full, the rest collapsed; a first hit whose
     calibrated confidence is below ``low_confidence`` gets a one-line warning. The details
     show evidence (the commit, the method, how much of the issue was read, each item's
     ranks, a partial index), not settings or seconds: ``extra_settings`` and ``timings``
@@ -201,7 +203,7 @@ def build_view(
         notes=[inline(n) for n in notes],
         commit=code(sha),
         commit_url=f"{html_url}/commit/{sha}",
-        branch=code(branch),
+        branch=Markdown(f"at {code(ref)}") if ref else Markdown(f"head of {code(branch)}"),
         read=read_words(loc.settings.query_texts),
         config_source=Markdown(
             "`.github/spider.yml`" if config_found else "defaults (no `.github/spider.yml`)"

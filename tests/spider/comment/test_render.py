@@ -240,3 +240,13 @@ def test_the_method_line_says_what_ran() -> None:
     loc.expansion = [CentreExpansion("a.py:f", offered=41, outside=41, accepted=0, admitted=0)]
     nothing = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
     assert "offered 41 neighbours, 41 of them outside the list, and admitted none" in nothing
+
+
+def test_the_commit_line_says_what_was_ranked() -> None:
+    loc = localization()
+    head = render(build_view(loc, html_url=URL, branch="main", skip_label="s", app_name="a"))
+    assert "(head of `main`)" in head
+    tagged = render(build_view(loc, html_url=URL, branch="main", ref="v2.10.0", skip_label="s",
+                               app_name="a"))
+    assert "(at `v2.10.0`)" in tagged
+    assert "head of" not in tagged
