@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from spider.graph.model import CodeGraph
 from spider.retrieve.signals import NameTable, extract_signals, signal_scores
+from tests.spider.graphs import graph_of
 
 FUNCS = [
     ("requests/sessions.py", "Session.send", 100, 160),
@@ -18,13 +19,7 @@ FUNCS = [
 
 
 def _graph() -> tuple[CodeGraph, list[str]]:
-    g = CodeGraph()
-    ids = []
-    for path, name, s, e in FUNCS:
-        nid = f"{path}:{name}"
-        g.add_node(nid, kind="function", path=path, name=name, start_line=s, end_line=e)
-        ids.append(nid)
-    return g, ids
+    return graph_of(FUNCS)
 
 
 def _scores(text: str) -> dict[str, tuple[float, str]]:

@@ -12,6 +12,7 @@ from spider.tidy import (
     nested_functions,
     tidy_list,
 )
+from tests.spider.graphs import graph_of
 
 FUNCS = [  # path, qualified name, start, end
     ("lib/core/Axios.js", "Axios.request", 10, 80),
@@ -26,12 +27,7 @@ FUNCS = [  # path, qualified name, start, end
 
 
 def _graph() -> tuple[CodeGraph, list[str]]:
-    g = CodeGraph()
-    ids = []
-    for path, name, s, e in FUNCS:
-        nid = f"{path}:{name}"
-        g.add_node(nid, kind="function", path=path, name=name, start_line=s, end_line=e)
-        ids.append(nid)
+    g, ids = graph_of(FUNCS)
     g.add_edge(ids[0], ids[1], "contains")
     g.add_edge(ids[3], ids[4], "contains")
     return g, ids
