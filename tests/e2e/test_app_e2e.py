@@ -63,7 +63,8 @@ def test_spider_command_edits_the_same_comment(stack: DevStack) -> None:
     assert outcome["status"] == "updated" and outcome["comment_id"] == first.id
     (edited,) = stack.fake.bot_comments(REPO, 2)
     assert edited.id == first.id and len(permalinks(edited.body)) == 2
-    assert "`edges=contains`" in edited.body
+    # the details say what ran (the stack runs no selector, so contains edges expand nothing)
+    assert "no graph expansion: selector none" in edited.body
     assert len(stack.fake.requests("PATCH", f"/issues/comments/{first.id}")) == 1
     assert len(stack.fake.requests("POST", "/issues/2/comments")) == 1
 
