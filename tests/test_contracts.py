@@ -47,15 +47,20 @@ def test_the_facade_lists_what_it_resolves() -> None:
         raise AssertionError("an unknown name must raise AttributeError")
 
 
+def _python_prints(code: str) -> str:
+    """What a fresh interpreter prints running ``code`` from the repository root."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT)
+    return out.stdout.strip()
+
+
 def test_importing_the_facade_loads_nothing_heavy() -> None:
     code = (
         "import sys, spider; "
         "heavy = [m for m in ('torch', 'tree_sitter', 'sentence_transformers', 'numpy') "
         "if m in sys.modules]; print(','.join(heavy))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
-    assert out.stdout.strip() == ""
+    assert _python_prints(code) == ""
 
 
 def test_no_engine_module_shadows_a_facade_name() -> None:
@@ -75,6 +80,4 @@ def test_facade_names_stay_what_they_are_after_every_module_is_imported() -> Non
         "changed = [n for n in spider.__all__ if getattr(spider, n) is not first[n]]\n"
         "print(','.join(changed))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=ROOT)
-    assert out.stdout.strip() == ""
+    assert _python_prints(code) == ""

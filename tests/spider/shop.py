@@ -52,12 +52,17 @@ def format_price(amount):
 }
 
 
-def write_shop(root: Path) -> Path:
-    """Write :data:`FILES` under ``root`` (leading newlines dropped); returns ``root``."""
-    for rel, text in FILES.items():
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (path -> text, leading newlines dropped) under ``root``; returns it."""
+    for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text.lstrip("\n"))
     return root
+
+
+def write_shop(root: Path) -> Path:
+    """Write :data:`FILES` under ``root`` (leading newlines dropped); returns ``root``."""
+    return write_files(root, FILES)
 
 
 def shop_index(tmp_path_factory: pytest.TempPathFactory, **settings: Any) -> Index:

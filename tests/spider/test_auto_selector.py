@@ -23,6 +23,7 @@ from spider.select import NoSelector, OfflineSelector, make_selector
 from spider.select.anthropic_selector import AnthropicSelector
 from spider.settings import LLM_EDGES, EngineSettings
 from tests.fakes.anthropic_api import FakeAnthropic, serve_fake_anthropic
+from tests.spider.shop import write_files
 from tests.spider.test_cli import ISSUE, REPO_FILES
 
 KEY = SecretStr("sk-test-key")
@@ -104,12 +105,7 @@ def fake() -> Iterator[FakeAnthropic]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    for rel, text in FILES.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text.lstrip("\n"))
-    return root
+    return write_files(tmp_path / "shop", FILES)
 
 
 def _locate(repo: Path, cache: Path, **env: str) -> subprocess.CompletedProcess[str]:

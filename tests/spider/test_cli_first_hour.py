@@ -18,6 +18,7 @@ from spider.cli import _bounds, app, hits_table, plan_permalinks
 from spider.errors import InputError
 from spider.models import Hit, Localization, Reason, RunSettings
 from spider.settings import DEFAULT_COLD_POOL, EngineSettings
+from tests.spider.shop import write_files
 from tests.spider.test_cli import ISSUE, REPO_FILES
 
 SHIFT = "# one\n# two\n# three\n"  # an uncommitted edit: every line below moves down by 3
@@ -25,12 +26,7 @@ SHIFT = "# one\n# two\n# three\n"  # an uncommitted edit: every line below moves
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    for rel, text in REPO_FILES.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text.lstrip("\n"))
-    return root
+    return write_files(tmp_path / "shop", REPO_FILES)
 
 
 def _git(cwd: Path, *args: str) -> str:
