@@ -23,12 +23,14 @@ LEXICAL = "indexing words"  # the BM25 indexes (one step; no total)
 RANKING = "ranking"  # one query: first stage, re-ranking, expansion (no total)
 RUNS = "benchmarking"  # the benchmark's loop: (instance, method) pairs
 INSTANCES = "collecting"  # the training commands' loops: dataset instances
+TRAINING = "training"  # optimiser steps of a model being tuned
 UNITS = {
     PARSING: "files",
     EMBEDDING: "functions",
     EMBEDDING_POOL: "functions",
     RUNS: "runs",
     INSTANCES: "instances",
+    TRAINING: "steps",
 }
 
 

@@ -7,6 +7,8 @@ spider train selector --dataset FILE --repos TEMPLATE --out DIR [--corpus DIR] [
 spider train head --dataset FILE --repos TEMPLATE --out DIR [--write-weights]
 spider train calibration --dataset FILE --repos TEMPLATE --out DIR [--write-weights]
 spider train fusion --dataset FILE --repos TEMPLATE --out DIR
+spider train pairs --repos TEMPLATE --code-repos owner/name,... --dataset FILE --out DIR
+spider train delta --pairs DIR --work DIR [--budget-minutes M] [--write-weights]
 
 The last four collect per-instance data from repositories at their base commits, choose
 by leave-one-repository-out cross-validation and (with ``--write-weights``) fit on every
@@ -43,6 +45,7 @@ from spider.cli_common import (
 )
 from spider.dataset import Instance, read_dataset, select_instances
 from spider.errors import SpiderError
+from spider.learn import delta_cli
 from spider.progress import INSTANCES, Progress, ended
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, template_resolver
@@ -488,6 +491,10 @@ def fusion(
         tuning.collect, lambda data, _k: tuning.cross_validate(data), "fusion-cv.json"
     )
     _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(tuning.K, cache_dir))
+
+
+train_app.command("pairs")(delta_cli.pairs)
+train_app.command("delta")(delta_cli.delta)
 
 
 def main() -> None:

@@ -1,0 +1,204 @@
+"""``spider train pairs`` and ``spider train delta``: the tuned encoder's two commands.
+
+spider train pairs --repos TEMPLATE --code-repos owner/name,... --dataset FILE --out DIR
+spider train delta --pairs DIR --work DIR [--budget-minutes M] [--write-weights]
+
+``pairs`` writes code–text and issue pairs (:mod:`spider.learn.pairs`); ``delta`` tunes
+both sides of the bundled encoder on them and writes the LoRA delta
+(:mod:`spider.learn.encoder_tune`). ``delta`` checkpoints into ``--work`` and the same
+command resumes; with ``--write-weights`` the finished delta replaces the shipped
+``spider/encoder_delta.npz``. Registered on ``spider train`` by :mod:`spider.learn.cli`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from spider.cli_common import (
+    DatasetsOpt,
+    ProgressOpt,
+    ReposOpt,
+    WeightsFileOpt,
+    WriteWeightsOpt,
+    command_line,
+    engine_settings,
+    exit_error,
+    split_csv,
+    terminal_progress,
+)
+from spider.errors import SpiderError
+
+GROUP = "train"
+ExcludedOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--excluded",
+        help="further lists of owner/name never to train on (the shipped list always applies)",
+    ),
+]
+
+
+def pairs(
+    repos: ReposOpt,
+    out: Annotated[Path, typer.Option("--out", "-o", help="pairs folder (resumable)")],
+    code_repos: Annotated[
+        str | None,
+        typer.Option(help="comma-separated owner/name whose HEAD gives code-text pairs"),
+    ] = None,
+    dataset: DatasetsOpt = [],  # noqa: B006 - typer reads the default, never mutates it
+    excluded: ExcludedOpt = [],  # noqa: B006
+    max_files: Annotated[int, typer.Option(help="files sampled per code repository")] = 2000,
+    max_pairs: Annotated[int, typer.Option(help="code-text pairs per repository at most")] = 4000,
+    max_per_repo: Annotated[int, typer.Option(help="issues per repository at most")] = 200,
+    progress: ProgressOpt = True,
+) -> None:
+    """Write code-text pairs (docstring or comment -> the function without it) and issue
+    pairs (issue -> each function its fix edits, BM25's hard negatives) into OUT."""
+    from spider.learn.excluded import excluded_repos
+    from spider.learn.pairs import SUMMARY_FILE, build_code_text, build_issue_pairs
+    from spider.snapshot import template_resolver
+
+    logging.getLogger("spider").setLevel(logging.INFO)
+    settings = engine_settings()
+    try:
+        banned = excluded_repos(excluded)
+        resolve = template_resolver(repos)
+        summary: dict[str, object] = {"command": command_line(GROUP)}
+        with terminal_progress(progress) as listener:
+            if code_repos:
+
+                def repo_path(repo: str) -> str:
+                    owner, _, name = repo.partition("/")
+                    return repos.format(owner=owner, name=name)
+
+                summary["code-text"] = build_code_text(
+                    split_csv(code_repos) or [],
+                    repo_path,
+                    settings,
+                    out,
+                    banned,
+                    max_files=max_files,
+                    max_pairs=max_pairs,
+                    progress=listener,
+                )
+            if dataset:
+                from spider.dataset import read_dataset
+
+                rows = [i for d in dataset for i in read_dataset(d)]
+                summary["issues"] = build_issue_pairs(
+                    rows,
+                    resolve,
+                    settings,
+                    out,
+                    banned,
+                    max_per_repo=max_per_repo,
+                    progress=listener,
+                )
+    except SpiderError as exc:
+        raise exit_error(str(exc)) from exc
+    out.mkdir(parents=True, exist_ok=True)
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    for kind in ("code-text", "issues"):
+        part = summary.get(kind)
+        if isinstance(part, dict) and part.get("excluded"):
+            dropped = sum(part["excluded"].values())
+            typer.echo(
+                f"{kind}: dropped {dropped} from excluded repositories: "
+                + ", ".join(sorted(part["excluded"]))
+            )
+    typer.echo(json.dumps(summary, indent=2))
+
+
+def delta(
+    pairs_dir: Annotated[Path, typer.Option("--pairs", help="a `spider train pairs` folder")],
+    work: Annotated[
+        Path, typer.Option("--work", help="checkpoints (the same command resumes from them)")
+    ],
+    code_steps: Annotated[int, typer.Option(help="optimiser steps on code-text pairs")] = 500,
+    issue_steps: Annotated[int, typer.Option(help="optimiser steps on issue pairs")] = 300,
+    batch: Annotated[int, typer.Option(help="queries per step")] = 16,
+    negatives: Annotated[int, typer.Option(help="hard negatives per query")] = 1,
+    rank: Annotated[int, typer.Option(help="LoRA rank")] = 16,
+    lr: Annotated[float, typer.Option(help="peak learning rate")] = 2e-4,
+    fraction: Annotated[
+        float, typer.Option(help="share of each kind's pairs used (learning curves)")
+    ] = 1.0,
+    seed: Annotated[int, typer.Option()] = 0,
+    consistency: Annotated[
+        bool,
+        typer.Option(
+            "--consistency/--no-consistency",
+            help="drop issue pairs the untuned model ranks last among their negatives",
+        ),
+    ] = True,
+    bf16: Annotated[bool, typer.Option("--bf16/--fp32", help="bfloat16 autocast")] = True,
+    budget_minutes: Annotated[
+        float | None, typer.Option(help="stop at a checkpoint after this long (run again)")
+    ] = None,
+    excluded: ExcludedOpt = [],  # noqa: B006
+    write_weights: WriteWeightsOpt = False,
+    weights_file: WeightsFileOpt = None,
+    progress: ProgressOpt = True,
+) -> None:
+    """Tune both sides of the bundled encoder (LoRA) on the pairs: code-text first, then
+    issues; write the delta (WORK/encoder_delta.npz, or the shipped file)."""
+    from spider.learn.encoder_tune import TuneConfig, tune, write_delta
+    from spider.learn.excluded import excluded_repos
+    from spider.learn.pairs import read_pair_folder
+    from spider.progress import TRAINING
+    from spider.retrieve.delta import SHIPPED_DELTA, weights_fingerprint
+    from spider.retrieve.dense import bundled_model_path
+
+    logging.getLogger("spider").setLevel(logging.INFO)
+    cfg = TuneConfig(
+        stages=[("code-text", code_steps), ("issue", issue_steps)],
+        batch=batch,
+        negatives=negatives,
+        rank=rank,
+        alpha=2.0 * rank,
+        lr=lr,
+        fraction=fraction,
+        seed=seed,
+        consistency=consistency,
+        bf16=bf16,
+    )
+    try:
+        data = read_pair_folder(pairs_dir, excluded_repos(excluded))
+        base = bundled_model_path()
+        with terminal_progress(progress) as listener:
+
+            def on_step(step: int, total: int, loss: float) -> None:
+                if listener is not None:
+                    listener(TRAINING, step, total, f"loss {loss:.3f}")
+                elif step % 25 == 0:
+                    logging.getLogger("spider").info("step %d/%d loss %.4f", step, total, loss)
+
+            budget = budget_minutes * 60 if budget_minutes is not None else None
+            model, result = tune(data, base, work, cfg, budget_s=budget, on_step=on_step)
+    except SpiderError as exc:
+        raise exit_error(str(exc)) from exc
+    if not result.finished:
+        typer.echo(
+            f"stopped at step {result.steps_done} of {result.steps_total} (checkpoint in "
+            f"{work}); run the same command again to go on"
+        )
+        return
+    target = (weights_file or SHIPPED_DELTA) if write_weights else work / "encoder_delta.npz"
+    meta = {
+        "command": command_line(GROUP),
+        "trained_on": {
+            "pairs": result.pairs,
+            "dropped_inconsistent": result.dropped_inconsistent,
+            "repositories": sorted({p.repo for kind in data.values() for p in kind}),
+        },
+        "config": {k: v for k, v in vars(cfg).items() if k != "stages"}
+        | {"stages": [list(s) for s in cfg.stages]},
+        "final_loss": sum(result.losses[-50:]) / max(1, len(result.losses[-50:])),
+    }
+    write_delta(model, target, cfg, weights_fingerprint(Path(base)), meta)
+    typer.echo(f"wrote {target} ({target.stat().st_size / 1e6:.1f} MB)")

@@ -1,0 +1,350 @@
+"""Tune both sides of the bundled encoder on training pairs; write a LoRA delta.
+
+    spider train encoder --symmetric --pairs DIR --out spider/encoder_delta.npz
+
+The bundled all-MiniLM-L6-v2 gets low-rank adapters (LoRA, through ``peft``) on every
+linear map of its six layers; queries and documents go through the same tuned model, so
+the function vectors of an index change too (an index is re-embedded: the cache is keyed
+by the delta's digest). The loss is the contrastive one of sentence-transformers'
+MultipleNegativesRankingLoss: each query against its positive, every other positive of
+the batch and the hard negatives drawn from the same repository at the same commit
+(:mod:`spider.learn.pairs`), with the other positives of the *same* issue masked out.
+Stages run in order: code–text pairs first, then issues. Before the issue stage a
+consistency filter drops a pair whose positive the untuned model ranks last among itself
+and its negatives (a label the base model cannot place at all is more often noise).
+
+Training checkpoints every ``checkpoint_every`` steps into ``work``; the same command
+resumes from the last checkpoint, so a run may span sessions. What is written is only
+the adapters' factors (``spider.retrieve.delta``'s format), a few MB.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spider.errors import InputError
+from spider.learn.pairs import Pair
+
+log = logging.getLogger(__name__)
+
+DELTA_SCHEMA = 1
+DELTA_KIND = "encoder-delta"
+BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+TARGET_MODULES = r".*encoder\.layer\.\d+\..*(query|key|value|dense)$"
+CHECKPOINT = "checkpoint.pt"
+STATE = "state.json"
+
+
+@dataclass
+class TuneConfig:
+    """How the encoder is tuned (recorded in the delta file)."""
+
+    stages: list[tuple[str, int]] = field(
+        default_factory=lambda: [("code-text", 600), ("issue", 300)]
+    )  # (pair kind, optimiser steps)
+    batch: int = 16
+    negatives: int = 1  # hard negatives per query in a batch
+    rank: int = 16
+    alpha: float = 32.0
+    dropout: float = 0.05
+    lr: float = 2e-4
+    warmup: int = 30
+    scale: float = 20.0  # 1 / temperature
+    max_query_tokens: int = 128
+    max_doc_tokens: int = 128
+    bf16: bool = True
+    consistency: bool = True
+    consistency_group: int = 8  # positive + 7 negatives ranked by the base model
+    fraction: float = 1.0  # share of each stage's pairs used (the learning curve)
+    seed: int = 0
+    checkpoint_every: int = 50
+
+
+@dataclass
+class TuneResult:
+    """What a run did (also the ``trained_on`` part of the delta's metadata)."""
+
+    steps_done: int
+    steps_total: int
+    finished: bool
+    pairs: dict[str, int]
+    dropped_inconsistent: int
+    seconds: float
+    losses: list[float]
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - a dependency of the project
+        raise InputError("tuning the encoder needs torch (pip install torch==2.13.0)") from exc
+    return torch
+
+
+def load_trainable(base_dir: str, cfg: TuneConfig) -> tuple[Any, Any]:
+    """The bundled transformer with fresh LoRA adapters, and its tokenizer."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from peft import LoraConfig, get_peft_model
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError as exc:
+        raise InputError(
+            f"tuning the encoder needs peft and transformers (pip install 'spider-bot[train]'): {exc}"
+        ) from exc
+    from spider.retrieve.dense import silence_progress_bars
+
+    silence_progress_bars()
+    tok = AutoTokenizer.from_pretrained(base_dir)
+    model = AutoModel.from_pretrained(base_dir)
+    lora = LoraConfig(
+        r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout, target_modules=TARGET_MODULES
+    )
+    return get_peft_model(model, lora), tok
+
+
+def _embed(model: Any, tok: Any, texts: Sequence[str], max_tokens: int, bf16: bool) -> Any:
+    """Mean-pooled, unit-norm vectors (sentence-transformers' MiniLM pipeline), with grad."""
+    torch = _torch()
+    enc = tok(
+        list(texts), truncation=True, max_length=max_tokens, padding=True, return_tensors="pt"
+    )
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        hidden = model(**enc).last_hidden_state
+    mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled.float(), dim=-1)
+
+
+def batch_loss(
+    model: Any, tok: Any, batch: Sequence[Pair], cfg: TuneConfig, rng: random.Random
+) -> Any:
+    """Contrastive loss of one batch: query i against every document of the batch, its own
+    positive the target; positives of another pair of the same issue are masked."""
+    torch = _torch()
+    docs = [p.positive for p in batch]
+    owners = [i for i in range(len(batch))]
+    for i, p in enumerate(batch):
+        for neg in rng.sample(p.negatives, min(cfg.negatives, len(p.negatives))):
+            docs.append(neg)
+            owners.append(i)
+    q = _embed(model, tok, [p.query for p in batch], cfg.max_query_tokens, cfg.bf16)
+    d = _embed(model, tok, docs, cfg.max_doc_tokens, cfg.bf16)
+    scores = cfg.scale * q @ d.T
+    mask = torch.zeros_like(scores, dtype=torch.bool)
+    for i, p in enumerate(batch):
+        for j in range(len(batch)):
+            if j != i and batch[j].source == p.source and batch[j].kind == "issue":
+                mask[i, j] = True  # the same issue's other edited function is no negative
+    scores = scores.masked_fill(mask, -1e4)
+    target = torch.arange(len(batch))
+    return torch.nn.functional.cross_entropy(scores, target)
+
+
+def consistent(
+    model: Any,
+    tok: Any,
+    pairs: Sequence[Pair],
+    cfg: TuneConfig,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Pair]:
+    """The pairs whose positive the (untuned) model does not rank last among itself and its
+    first ``consistency_group - 1`` negatives."""
+    torch = _torch()
+    kept: list[Pair] = []
+    model.eval()
+    with torch.no_grad(), model.disable_adapter():
+        for n, p in enumerate(pairs):
+            group = [p.positive, *p.negatives[: cfg.consistency_group - 1]]
+            if len(group) < 2:
+                kept.append(p)
+                continue
+            q = _embed(model, tok, [p.query], cfg.max_query_tokens, cfg.bf16)
+            d = _embed(model, tok, group, cfg.max_doc_tokens, cfg.bf16)
+            s = (q @ d.T)[0]
+            if not bool((s[1:] > s[0]).all()):
+                kept.append(p)
+            if progress is not None and n % 50 == 0:
+                progress(n, len(pairs))
+    model.train()
+    return kept
+
+
+def _batches(pairs: Sequence[Pair], batch: int, rng: random.Random) -> list[list[Pair]]:
+    order = list(pairs)
+    rng.shuffle(order)
+    return [order[i : i + batch] for i in range(0, len(order) - batch + 1, batch)]
+
+
+def _schedule(step: int, total: int, warmup: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def tune(
+    pairs: dict[str, list[Pair]],
+    base_dir: str,
+    work: Path,
+    cfg: TuneConfig,
+    *,
+    budget_s: float | None = None,
+    on_step: Callable[[int, int, float], None] | None = None,
+) -> tuple[Any, TuneResult]:
+    """Train (or resume training) the adapters; returns the model and what was done.
+
+    ``budget_s`` stops after that many seconds at a checkpoint (run again to go on)."""
+    torch = _torch()
+    torch.manual_seed(cfg.seed)
+    work.mkdir(parents=True, exist_ok=True)
+    model, tok = load_trainable(base_dir, cfg)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01)
+    total = sum(steps for _, steps in cfg.stages)
+    step, losses, dropped = 0, [], 0
+    state_file, ckpt = work / STATE, work / CHECKPOINT
+    if ckpt.exists() and state_file.exists():
+        state = json.loads(state_file.read_text())
+        if state.get("config") != _config_key(cfg):
+            raise InputError(
+                f"{work} holds a run with other settings; delete it or pass the same options"
+            )
+        saved = torch.load(ckpt, weights_only=False)
+        model.load_state_dict(saved["model"], strict=False)
+        opt.load_state_dict(saved["optimizer"])
+        step, losses, dropped = state["step"], state["losses"], state.get("dropped", 0)
+        log.info("resumed at step %d of %d", step, total)
+    used = {kind: 0 for kind, _ in cfg.stages}
+    t0 = time.perf_counter()
+    model.train()
+    offset = 0
+    for kind, steps in cfg.stages:
+        stage_rng = random.Random(f"{cfg.seed}:{kind}")
+        data = list(pairs.get(kind, []))
+        stage_rng.shuffle(data)
+        data = data[: max(cfg.batch, int(len(data) * cfg.fraction))]
+        if kind == "issue" and cfg.consistency and step < offset + steps:
+            before = len(data)
+            data = _cached_filter(work, kind, lambda d=data: consistent(model, tok, d, cfg))
+            dropped = before - len(data)
+        used[kind] = len(data)
+        if len(data) < cfg.batch:
+            log.warning("stage %s: %d pairs, fewer than a batch; skipped", kind, len(data))
+            offset += steps
+            continue
+        epoch_batches: list[list[Pair]] = []
+        epoch = 0
+        while step < offset + steps:
+            local = step - offset
+            per_epoch = len(data) // cfg.batch
+            if not epoch_batches or local // per_epoch != epoch:
+                epoch = local // per_epoch
+                epoch_batches = _batches(
+                    data, cfg.batch, random.Random(f"{cfg.seed}:{kind}:{epoch}")
+                )
+            batch = epoch_batches[local % per_epoch]
+            for g in opt.param_groups:
+                g["lr"] = cfg.lr * _schedule(local, steps, cfg.warmup)
+            loss = batch_loss(model, tok, batch, cfg, random.Random(f"{cfg.seed}:{step}"))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            opt.zero_grad()
+            step += 1
+            losses.append(round(float(loss), 4))
+            if on_step is not None:
+                on_step(step, total, float(loss))
+            out_of_time = budget_s is not None and time.perf_counter() - t0 > budget_s
+            if step % cfg.checkpoint_every == 0 or step == total or out_of_time:
+                _save(model, opt, work, cfg, step, losses, dropped)
+            if out_of_time:
+                return model, TuneResult(
+                    step, total, False, used, dropped, time.perf_counter() - t0, losses
+                )
+        offset += steps
+    _save(model, opt, work, cfg, step, losses, dropped)
+    return model, TuneResult(step, total, True, used, dropped, time.perf_counter() - t0, losses)
+
+
+def _cached_filter(work: Path, kind: str, run: Callable[[], list[Pair]]) -> list[Pair]:
+    """The consistency filter's result, computed once per run folder."""
+    path = work / f"consistent-{kind}.jsonl"
+    if path.exists():
+        from spider.learn.pairs import read_pairs
+
+        return read_pairs(path)
+    kept = run()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("".join(p.to_json() + "\n" for p in kept), encoding="utf-8")
+    tmp.replace(path)
+    return kept
+
+
+def _config_key(cfg: TuneConfig) -> dict[str, Any]:
+    d = asdict(cfg)
+    d.pop("checkpoint_every")
+    d["stages"] = [list(s) for s in cfg.stages]
+    return d
+
+
+def _save(
+    model: Any, opt: Any, work: Path, cfg: TuneConfig, step: int, losses: list[float], dropped: int
+) -> None:
+    torch = _torch()
+    trainable = {k: v for k, v in model.state_dict().items() if "lora_" in k}
+    tmp = work / (CHECKPOINT + ".tmp")
+    torch.save({"model": trainable, "optimizer": opt.state_dict()}, tmp)
+    tmp.replace(work / CHECKPOINT)
+    state = {"config": _config_key(cfg), "step": step, "losses": losses, "dropped": dropped}
+    (work / (STATE + ".tmp")).write_text(json.dumps(state))
+    (work / (STATE + ".tmp")).replace(work / STATE)
+
+
+def delta_factors(model: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``base weight name -> (A, B)`` of every adapter (A: rank x in, B: out x rank)."""
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for name, module in model.named_modules():
+        if not hasattr(module, "lora_A") or "default" not in getattr(module, "lora_A", {}):
+            continue
+        a = module.lora_A["default"].weight.detach().float().numpy()
+        b = module.lora_B["default"].weight.detach().float().numpy()
+        base = name.split("base_model.model.", 1)[-1] + ".weight"
+        out[base] = (a, b)
+    return out
+
+
+def write_delta(
+    model: Any, path: Path, cfg: TuneConfig, base_fingerprint: str, meta: dict[str, Any]
+) -> Path:
+    """Save the adapters as the delta file ``spider.retrieve.delta`` reads (float16)."""
+    factors = delta_factors(model)
+    header = {
+        "schema": DELTA_SCHEMA,
+        "kind": DELTA_KIND,
+        "base": BASE_MODEL,
+        "base_fingerprint": base_fingerprint,
+        "rank": cfg.rank,
+        "alpha": cfg.alpha,
+        "targets": sorted(factors),
+        **meta,
+    }
+    arrays: dict[str, np.ndarray] = {"meta": np.array(json.dumps(header, sort_keys=True))}
+    for name, (a, b) in factors.items():
+        arrays[f"{name}.lora_A"] = a.astype(np.float16)
+        arrays[f"{name}.lora_B"] = b.astype(np.float16)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(tmp, **arrays)
+    tmp.replace(path)
+    return path
