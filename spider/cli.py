@@ -440,21 +440,20 @@ app.add_typer(model_app, name="model")
 def model_export(
     force: Annotated[bool, typer.Option("--force", help="export again even if present")] = False,
 ) -> None:
-    """Export the configured model to ONNX (fp32) and int8 into SPIDER_ONNX_DIR (default:
-    the cache directory).
+    """Export the configured model (its encoder delta merged in, when SPIDER_ENCODER_DELTA
+    sets one) to ONNX (fp32) and int8 into SPIDER_ONNX_DIR (default: the cache directory).
 
     The ONNX encoders do this on first use; run it ahead (e.g. in an image build) so the
     first query does not pay the export (seconds, and the only step that imports torch).
     """
     settings = _settings()
     try:
-        from spider.retrieve.dense import bundled_model_path, silence_progress_bars
+        from spider.retrieve.dense import Encoder, silence_progress_bars
         from spider.retrieve.onnx_encoder import export_onnx
 
         silence_progress_bars()
-        paths = export_onnx(
-            Path(settings.model or bundled_model_path()), settings.export_dir(), force=force
-        )
+        model_dir = Encoder.from_settings(settings, None).model_dir()  # the tuned one too
+        paths = export_onnx(Path(model_dir), settings.export_dir(), force=force)
     except SpiderError as exc:
         raise _fail(str(exc)) from exc
     for p in paths:

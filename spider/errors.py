@@ -16,6 +16,7 @@ The tree::
         ├── RenderError              the comment could not be rendered in full
         ├── FeatureInputsMissing     features asked of a first stage ranked without them
         └── ModelLoadError           the embedding model could not be loaded offline
+            └── EncoderDeltaError    a tuned encoder delta is missing, malformed or for other weights
 
 Callers (the CLI, the worker, the benchmark) catch ``SpiderError``: they turn
 EnginePermanentError into a clear message and EngineTransientError into a retry. The
@@ -76,6 +77,11 @@ class FeatureInputsMissing(EnginePermanentError):
 
 class ModelLoadError(EnginePermanentError):
     """The sentence-transformers model could not be loaded without a network."""
+
+
+class EncoderDeltaError(ModelLoadError):
+    """An encoder delta (the tuned weights' LoRA file) is missing, malformed or was made
+    for other base weights: the message names the file and the command that regenerates it."""
 
 
 class RenderError(EnginePermanentError):

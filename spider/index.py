@@ -35,7 +35,7 @@ from spider.progress import (
 )
 from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cache import LazyStore
-from spider.retrieve.dense import Encoder, encoder_model_id
+from spider.retrieve.dense import Encoder, settings_model_id
 from spider.retrieve.signals import NameTable
 from spider.retrieve.tokenize import code_tokens
 from spider.settings import EngineSettings
@@ -81,7 +81,7 @@ def commit_key(source: SourceTree, settings: EngineSettings) -> str | None:
 def _vectors_key(commit: str, settings: EngineSettings, function_ids: list[str]) -> str:
     h = hashlib.sha256(VECTORS_VERSION.encode())
     h.update(_graph_key(commit, settings).encode())
-    h.update(encoder_model_id(settings.model, settings.max_seq_length, settings.encoder).encode())
+    h.update(settings_model_id(settings).encode())  # the model, its delta, backend
     h.update("\n".join(function_ids).encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:24]
 

@@ -257,6 +257,7 @@ def locate(
             rerank=fs.ranked_by,
             ranked_depth=fs.ranked_depth,
             partial=fs.partial,
+            encoder_delta=_delta_digest(index) if fs.query_texts else "",
         ),
         timings=timings,
         expansion=exp.centres,
@@ -264,6 +265,12 @@ def locate(
         selector_failures=selector.failures - failed_before,
         confidence=confidence(fs, ranker),
     )
+
+
+def _delta_digest(index: Index) -> str:
+    """The digest of the tuned encoder delta ``index`` embeds with ("" = none)."""
+    delta = index.encoder().delta
+    return delta.digest if delta is not None else ""
 
 
 __all__ = [

@@ -262,6 +262,7 @@ class RunSettings:
     model: str
     encoder: str
     partial: PartialIndex | None = None  # set when made from a partial index (cold path)
+    encoder_delta: str = ""  # digest of the tuned encoder delta dense ranked with; "" = none
 
     @classmethod
     def of(
@@ -274,6 +275,7 @@ class RunSettings:
         rerank: Literal["pool", "head"] | None = None,
         ranked_depth: int = 0,
         partial: PartialIndex | None = None,
+        encoder_delta: str = "",
     ) -> RunSettings:
         """The record of a run with these engine settings and what the first stage did."""
         return cls(
@@ -292,6 +294,7 @@ class RunSettings:
             model=settings.model or BUNDLED_MODEL,
             encoder=settings.encoder,
             partial=partial,
+            encoder_delta=encoder_delta,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -311,6 +314,7 @@ class RunSettings:
             "pool": self.pool,
             "model": self.model,
             "encoder": self.encoder,
+            **({"encoder_delta": self.encoder_delta} if self.encoder_delta else {}),
             **(self.partial.to_dict() if self.partial is not None else {}),
         }
 
@@ -333,6 +337,8 @@ class Localization:
         s = self.settings
         windows = s.query_texts
         dense = "dense retrieval" + (f" over {windows} windows of the issue" if windows > 1 else "")
+        if s.encoder_delta:
+            dense += f" with the tuned encoder (MiniLM-L6 + delta {s.encoder_delta})"
         if s.query_adapter:
             dense += " (its query side tuned on other projects' fixed issues)"
         first = {

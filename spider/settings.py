@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from spider.cpu import default_encoder
@@ -231,6 +231,14 @@ class EngineSettings(BaseSettings):
 
     # --- retrieval ---
     model: str = Field("", description="sentence-transformers name or path; empty = bundled MiniLM")
+    encoder_delta: str = Field(
+        "",
+        description="tuned weights of the bundled model, as a LoRA delta file (`spider train "
+        "encoder --symmetric`; docs/learning.md): empty or none = the bundled model as is, "
+        "bundled = spider/encoder_delta.npz, else the path of a delta file; every backend "
+        "embeds with the merged weights and the cache keeps their vectors apart; needs the "
+        "bundled model (model empty)",
+    )
     max_seq_length: int = Field(
         128, ge=32, le=8192, description="encoder token cap per text (MiniLM was trained at 128)"
     )
@@ -314,6 +322,15 @@ class EngineSettings(BaseSettings):
         if v != "auto":
             return v
         return default_encoder(onnx=onnx_exportable(info.data.get("model", "")))
+
+    @model_validator(mode="after")
+    def _delta_needs_the_bundled_model(self) -> EngineSettings:
+        if self.model.strip() and self.encoder_delta.strip().lower() not in ("", "none"):
+            raise InvalidSetting(
+                f"encoder_delta {self.encoder_delta!r} tunes the bundled model, but model is "
+                f"{self.model!r}: unset SPIDER_ENCODER_DELTA or SPIDER_MODEL"
+            )
+        return self
 
     @field_validator("exclude", "include", mode="before")
     @classmethod

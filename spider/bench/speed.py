@@ -127,14 +127,20 @@ def measure_speed(
     """Measure one repository commit (see the module docstring); ``work`` holds the caches."""
     from spider.index import build_index
     from spider.localize import locate
-    from spider.retrieve.dense import Encoder, bundled_model_path
+    from spider.retrieve.dense import Encoder, settings_delta
     from spider.retrieve.onnx_encoder import export_onnx
     from spider.source import GitSource
 
     run = SpeedRun(repo=str(repo), commit=commit)
     work.mkdir(parents=True, exist_ok=True)
     export = work / "export"
-    _, secs = _timed(lambda: export_onnx(Path(base.model or bundled_model_path()), export))
+    delta = settings_delta(base)  # tuned weights: every backend embeds with them
+
+    def model_dir() -> Path:
+        encoder = Encoder(base.model, base.max_seq_length, None, export_dir=export, delta=delta)
+        return Path(encoder.model_dir())
+
+    _, secs = _timed(lambda: export_onnx(model_dir(), export))
     run.add("onnx export (once per model)", secs, "s")
     log(f"export {secs:.1f} s")
 
@@ -150,7 +156,7 @@ def measure_speed(
     rates: dict[str, float] = {}
     for backend in backends:
         enc = Encoder(base.model, base.max_seq_length, None, base.embed_batch_size,
-                      backend=backend, export_dir=export)  # fmt: skip
+                      backend=backend, export_dir=export, delta=delta)  # fmt: skip
         _, load_s = _timed(lambda enc=enc: enc.encode(texts[:WARMUP_TEXTS]))
         _, secs = _timed(lambda enc=enc: enc.encode(texts))
         rates[backend] = len(texts) / secs if secs else 0.0
@@ -217,6 +223,7 @@ def _cli_wall(
         "SPIDER_CACHE_DIR": str(cache),
         "SPIDER_ENCODER": settings.encoder,
         "SPIDER_MODEL": settings.model,
+        "SPIDER_ENCODER_DELTA": settings.encoder_delta,
         "SPIDER_MAX_SEQ_LENGTH": str(settings.max_seq_length),
     }
     cmd = [sys.executable, "-m", "spider.cli", "locate", str(repo), "--rev", commit,

@@ -202,6 +202,12 @@ def language_of(function_ids: Sequence[str]) -> str:
     return max(sorted(counts), key=counts.__getitem__) if counts else "unknown"
 
 
+def _encoder_deltas(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The tuned encoder deltas (digests) the predictions were ranked with, when any was."""
+    seen = sorted({str(d) for r in rows if (d := (r.get("settings") or {}).get("encoder_delta"))})
+    return {"encoder_deltas": seen} if seen else {}
+
+
 def summarise(
     rows: list[dict[str, Any]],
     instances: Sequence[Instance],
@@ -243,6 +249,7 @@ def summarise(
         "codes_in_predictions": sorted({str(r.get("code")) for r in kept}),
         "k": cfg.settings.k,
         "model": cfg.settings.model or "all-MiniLM-L6-v2 (bundled)",
+        **_encoder_deltas(kept),
         "instances": len(instances),
         "scored": len({r["instance_id"] for r in kept}),
         "skipped": skipped or {},

