@@ -234,7 +234,7 @@ class EngineSettings(BaseSettings):
     encoder_delta: str = Field(
         "",
         description="tuned weights of the bundled model, as a LoRA delta file (`spider train "
-        "encoder --symmetric`; docs/learning.md): empty or none = the bundled model as is, "
+        "delta`; docs/learning.md): empty or none = the bundled model as is, "
         "bundled = spider/encoder_delta.npz, else the path of a delta file; every backend "
         "embeds with the merged weights and the cache keeps their vectors apart; needs the "
         "bundled model (model empty)",

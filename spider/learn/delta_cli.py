@@ -151,7 +151,7 @@ def delta(
     from spider.learn.excluded import excluded_repos
     from spider.learn.pairs import read_pair_folder
     from spider.progress import TRAINING
-    from spider.retrieve.delta import SHIPPED_DELTA, weights_fingerprint
+    from spider.retrieve.delta import DELTA_FILE, weights_fingerprint
     from spider.retrieve.dense import bundled_model_path
 
     logging.getLogger("spider").setLevel(logging.INFO)
@@ -188,7 +188,7 @@ def delta(
             f"{work}); run the same command again to go on"
         )
         return
-    target = (weights_file or SHIPPED_DELTA) if write_weights else work / "encoder_delta.npz"
+    target = (weights_file or DELTA_FILE) if write_weights else work / "encoder_delta.npz"
     meta = {
         "command": command_line(GROUP),
         "trained_on": {

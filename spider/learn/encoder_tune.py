@@ -1,6 +1,6 @@
 """Tune both sides of the bundled encoder on training pairs; write a LoRA delta.
 
-    spider train encoder --symmetric --pairs DIR --out spider/encoder_delta.npz
+    spider train delta --pairs DIR --work DIR [--write-weights]
 
 The bundled all-MiniLM-L6-v2 gets low-rank adapters (LoRA, through ``peft``) on every
 linear map of its six layers; queries and documents go through the same tuned model, so
@@ -26,6 +26,7 @@ import math
 import os
 import random
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,12 +36,11 @@ import numpy as np
 
 from spider.errors import InputError
 from spider.learn.pairs import Pair
+from spider.retrieve.delta import DELTA_KIND, DELTA_SCHEMA
+from spider.retrieve.dense import BUNDLED_MODEL_ID
 
 log = logging.getLogger(__name__)
 
-DELTA_SCHEMA = 1
-DELTA_KIND = "encoder-delta"
-BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 TARGET_MODULES = r".*encoder\.layer\.\d+\..*(query|key|value|dense)$"
 CHECKPOINT = "checkpoint.pt"
 STATE = "state.json"
@@ -110,7 +110,9 @@ def load_trainable(base_dir: str, cfg: TuneConfig) -> tuple[Any, Any]:
     lora = LoraConfig(
         r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout, target_modules=TARGET_MODULES
     )
-    return get_peft_model(model, lora), tok
+    with warnings.catch_warnings():  # peft reads a transformers attribute deprecated in v5
+        warnings.simplefilter("ignore", FutureWarning)
+        return get_peft_model(model, lora), tok
 
 
 def _embed(model: Any, tok: Any, texts: Sequence[str], max_tokens: int, bf16: bool) -> Any:
@@ -262,9 +264,10 @@ def tune(
             opt.step()
             opt.zero_grad()
             step += 1
-            losses.append(round(float(loss), 4))
+            value = float(loss.detach())
+            losses.append(round(value, 4))
             if on_step is not None:
-                on_step(step, total, float(loss))
+                on_step(step, total, value)
             out_of_time = budget_s is not None and time.perf_counter() - t0 > budget_s
             if step % cfg.checkpoint_every == 0 or step == total or out_of_time:
                 _save(model, opt, work, cfg, step, losses, dropped)
@@ -332,7 +335,7 @@ def write_delta(
     header = {
         "schema": DELTA_SCHEMA,
         "kind": DELTA_KIND,
-        "base": BASE_MODEL,
+        "base": BUNDLED_MODEL_ID,
         "base_fingerprint": base_fingerprint,
         "rank": cfg.rank,
         "alpha": cfg.alpha,

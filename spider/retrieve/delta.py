@@ -1,6 +1,6 @@
 """The tuned encoder: a LoRA delta on top of the bundled MiniLM weights.
 
-``spider train encoder --symmetric`` tunes the bi-encoder and ships what it learned as a
+``spider train delta`` tunes the bi-encoder and ships what it learned as a
 small delta file rather than a second copy of the model. The file is NumPy's ``.npz``:
 
 - ``meta``: a 0-d string array holding JSON: ``schema`` (1), ``kind``
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 DELTA_KIND = "encoder-delta"
 DELTA_SCHEMA = 1
 DELTA_FILE = Path(__file__).resolve().parent.parent / "encoder_delta.npz"  # `bundled`
-REGENERATE = "spider train encoder --symmetric"  # when the file does not say what made it
+REGENERATE = "spider train delta --pairs DIR --work DIR --write-weights"  # when the file does not say what made it
 NO_DELTA = ("", "none")
 BUNDLED = "bundled"
 WEIGHTS_FILE = "model.safetensors"

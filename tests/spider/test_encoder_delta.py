@@ -48,7 +48,7 @@ TARGETS = (
     "encoder.layer.3.intermediate.dense.weight",
     "encoder.layer.5.output.dense.weight",
 )
-COMMAND = "spider train encoder --symmetric --corpus TRAIN/corpus"
+COMMAND = "spider train delta --pairs TRAIN/pairs --work TRAIN/delta"
 TEXTS = [
     "shop/cart.py\nCart.total\ndef total(self):\n    return apply_discount(subtotal)",
     "the discount is applied twice when the cart total is above 100",

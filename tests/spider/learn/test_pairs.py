@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from spider.dataset import Instance
+from spider.errors import InputError
 from spider.learn.excluded import drop_excluded, excluded_repos, is_excluded, read_list
 from spider.learn.pairs import (
     ISSUES_FILE,
@@ -19,7 +20,6 @@ from spider.learn.pairs import (
     read_pair_folder,
     split_python_docstring,
 )
-from spider.errors import InputError
 from spider.settings import EngineSettings
 from spider.snapshot import template_resolver
 from spider.source import GitSource

@@ -1,0 +1,87 @@
+"""Tuning the encoder: a few real steps write a delta the engine loads, and runs resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spider.errors import InputError
+from spider.learn.encoder_tune import CHECKPOINT, STATE, TuneConfig, tune, write_delta
+from spider.learn.pairs import Pair
+from spider.retrieve.delta import check_base, read_delta, weights_fingerprint
+from spider.retrieve.dense import bundled_model_path
+
+pytest.importorskip("peft")
+
+CODE = [
+    ("Add two numbers and return the sum.", "m.py\nadd\ndef add(a, b):\n    return a + b"),
+    ("Reverse the characters of a string.", "m.py\nrev\ndef rev(s):\n    return s[::-1]"),
+    (
+        "Open a file and read all its lines.",
+        "io.py\nlines\ndef lines(p):\n    return open(p).readlines()",
+    ),
+    (
+        "Sort the users by their last login.",
+        "u.py\nby_login\ndef by_login(u):\n    return sorted(u, key=last)",
+    ),
+]
+ISSUE = "Crash when reversing an empty string\nrev('') raises instead of returning ''"
+
+
+def _pairs() -> dict[str, list[Pair]]:
+    docs = [d for _, d in CODE]
+    code = [
+        Pair("code-text", "acme/m", "m.py", q, d, [x for x in docs if x != d][:2]) for q, d in CODE
+    ]
+    issues = [
+        Pair("issue", "acme/m", f"acme__m-{n}", f"{ISSUE} ({n})", docs[n % 4], [docs[(n + 1) % 4]])
+        for n in range(4)
+    ]
+    return {"code-text": code, "issue": issues}
+
+
+def _cfg(**kw: object) -> TuneConfig:
+    base = dict(
+        stages=[("code-text", 2), ("issue", 2)],
+        batch=2,
+        rank=4,
+        alpha=8.0,
+        warmup=1,
+        checkpoint_every=1,
+        max_doc_tokens=32,
+        max_query_tokens=32,
+        bf16=False,
+    )
+    base.update(kw)
+    return TuneConfig(**base)  # type: ignore[arg-type]
+
+
+def test_a_short_run_writes_a_delta_the_engine_reads(tmp_path: Path) -> None:
+    base = bundled_model_path()
+    model, result = tune(_pairs(), base, tmp_path / "work", _cfg())
+    assert result.finished and result.steps_done == 4
+    assert all(np.isfinite(result.losses))
+    target = write_delta(
+        model, tmp_path / "delta.npz", _cfg(), weights_fingerprint(base), {"command": "cmd"}
+    )
+    delta = read_delta(target, base)
+    check_base(delta, base)
+    assert delta.rank == 4 and len(delta.meta["targets"]) == 6 * 6  # 6 linear maps x 6 layers
+    a, b = delta.factors["encoder.layer.0.attention.self.query.weight"]
+    assert a.shape == (4, 384) and b.shape == (384, 4)
+    assert np.abs(b).max() > 0  # B starts at zero: training moved it
+
+
+def test_a_stopped_run_resumes_where_it_stopped(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    _, first = tune(_pairs(), bundled_model_path(), work, _cfg(), budget_s=0.0)
+    assert not first.finished and first.steps_done == 1
+    assert (work / CHECKPOINT).exists()
+    _, rest = tune(_pairs(), bundled_model_path(), work, _cfg())
+    assert rest.finished and rest.steps_done == 4
+    assert len(json.loads((work / STATE).read_text())["losses"]) == 4
+    with pytest.raises(InputError, match="other settings"):
+        tune(_pairs(), bundled_model_path(), work, _cfg(rank=8, alpha=16.0))
