@@ -163,6 +163,10 @@ def measure_speed(
         run.add(f"encode {backend}", rates[backend], "fn/s", texts=len(texts),
                 seconds=round(secs, 2), first_batch_s=round(load_s, 2))  # fmt: skip
         log(f"{backend}: {rates[backend]:.1f} fn/s")
+        if delta is not None:  # the tuned weights' cost, against the bundled ones, same run
+            ratio = _delta_ratio(base, backend, export, delta, texts)
+            run.add(f"tuned / bundled {backend}", ratio, "x", texts=len(texts), rounds=ROUNDS)
+            log(f"{backend}: tuned / bundled {ratio:.3f}")
     ref = rates.get("torch")
     for backend, rate in rates.items():
         if ref and backend != "torch":
@@ -211,6 +215,38 @@ def measure_speed(
         done, secs = _timed(lambda: subprocess.run(hook, shell=True, check=False))
         run.add("hook", secs, "s", command=hook, returncode=done.returncode)
     return run
+
+
+ROUNDS = 3  # alternate bundled and tuned runs this many times; the best of each counts
+
+
+def _delta_ratio(
+    base: EngineSettings, backend: str, export: Path, delta: Any, texts: Sequence[str]
+) -> float:
+    """Throughput of the tuned weights over the bundled ones on one backend, timed in
+    alternation (bundled, tuned, bundled, ...) so that the machine's load hits both."""
+    from spider.retrieve.dense import Encoder
+
+    encoders = [
+        Encoder(
+            base.model,
+            base.max_seq_length,
+            None,
+            base.embed_batch_size,
+            backend=backend,
+            export_dir=export,
+            delta=d,
+        )
+        for d in (None, delta)
+    ]
+    for enc in encoders:
+        enc.encode(list(texts[:WARMUP_TEXTS]))  # load and export outside the timing
+    best = [float("inf"), float("inf")]
+    for _ in range(ROUNDS):
+        for n, enc in enumerate(encoders):
+            _, secs = _timed(lambda enc=enc: enc.encode(list(texts)))  # no cache: all run
+            best[n] = min(best[n], secs)
+    return best[0] / best[1] if best[1] else 0.0
 
 
 def _cli_wall(

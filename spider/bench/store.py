@@ -224,6 +224,10 @@ def summarise(
         if r["instance_id"] in wanted and r["method"] in names and r.get("metrics"):
             latest[(r["instance_id"], r["method"])] = r
     kept = list(latest.values())
+    deltas = _encoder_deltas(kept)
+    model = cfg.settings.model or "all-MiniLM-L6-v2 (bundled)"
+    if deltas:
+        model += " + tuned delta " + ", ".join(deltas["encoder_deltas"])
     overall: dict[str, Any] = {}
     per_repo: dict[str, dict[str, Any]] = {}
     per_language: dict[str, dict[str, Any]] = {}
@@ -248,8 +252,8 @@ def summarise(
         "code": code or code_version(),
         "codes_in_predictions": sorted({str(r.get("code")) for r in kept}),
         "k": cfg.settings.k,
-        "model": cfg.settings.model or "all-MiniLM-L6-v2 (bundled)",
-        **_encoder_deltas(kept),
+        "model": model,
+        **deltas,
         "instances": len(instances),
         "scored": len({r["instance_id"] for r in kept}),
         "skipped": skipped or {},

@@ -37,3 +37,18 @@ def test_speed_measures_every_step(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "speed.json").read_text())
     assert data["functions"] == 12 and len(data["steps"]) == len(run.steps)
     assert "| encode onnx-int8 |" in render_speed(run)
+
+
+def test_speed_compares_a_tuned_delta_with_the_bundled_weights_in_one_run(tmp_path: Path) -> None:
+    from tests.spider.test_encoder_delta import write_delta
+
+    repo = init_repo(tmp_path / "repo")
+    sha = commit_files(repo, CODE, "base")
+    delta = write_delta(tmp_path / "delta.npz")
+    settings = EngineSettings(encoder="onnx", cold_pool=4, encoder_delta=str(delta))
+    run = measure_speed(
+        repo, sha, base=settings, work=tmp_path / "work", backends=["onnx"], sample=4,
+        full=False, queries=1, issue_texts=["f3 returns the wrong value"],
+    )  # fmt: skip
+    ratio = {s.name: s for s in run.steps}["tuned / bundled onnx"]
+    assert ratio.unit == "x" and ratio.value > 0 and ratio.detail["texts"] == 4
