@@ -18,6 +18,7 @@ from safetensors.numpy import load_file
 
 from spider.errors import EncoderDeltaError, ModelLoadError
 from spider.index import _vectors_key, build_index
+from spider.learn.excluded import excluded_repos
 from spider.localize import locate
 from spider.models import Issue
 from spider.retrieve import delta as delta_module
@@ -457,3 +458,14 @@ def test_no_delta_reads_no_file(tmp_path: Path) -> None:
         settings = EngineSettings(cache_dir=tmp_path, encoder_delta=spec, encoder="onnx")
         assert Encoder.from_settings(settings, None).delta is None
         assert settings_model_id(settings) == "sentence-transformers/all-MiniLM-L6-v2@128+onnx"
+
+
+def test_the_shipped_delta_fits_the_installed_weights_and_says_what_made_it() -> None:
+    from spider.retrieve.delta import DELTA_FILE
+
+    delta = read_delta(DELTA_FILE, BASE)
+    check_base(delta, BASE)
+    assert delta.meta["command"].startswith("spider train delta ")
+    assert delta.meta["trained_on"]["pairs"]["code-text"] > 10_000
+    assert not {r.lower() for r in delta.meta["trained_on"]["repositories"]} & excluded_repos()
+    assert DELTA_FILE.stat().st_size < 10_000_000
