@@ -39,7 +39,7 @@ from spider.graph.languages import spec_for_path
 from spider.ids import dataset_id_map, graph_ids_for
 from spider.index import document_text
 from spider.learn.corpus import dedupe_by_text
-from spider.learn.excluded import drop_excluded, is_excluded
+from spider.learn.excluded import drop_excluded
 from spider.patch import parse_patch
 from spider.progress import INSTANCES, Progress
 from spider.retrieve.bm25 import LexicalIndex
@@ -286,10 +286,11 @@ def issue_pairs(
     best non-edited functions among the fix's files and ``sample_files`` others)."""
     rng = random.Random(f"{seed}:{inst.instance_id}")
     all_paths = code_paths(source, settings)
-    fixed = [p for p in fix_paths_of(inst) if p in set(all_paths)]
+    parsed = set(all_paths)
+    fixed = [p for p in fix_paths_of(inst) if p in parsed]
     if not fixed:
         return []
-    others = [p for p in all_paths if p not in set(fixed)]
+    others = sorted(parsed - set(fixed))
     sample = rng.sample(others, min(sample_files, len(others)))
     graph = parse_paths(source, settings, [*fixed, *sample])
     truth, _ = ground_truth(inst, graph, source)
@@ -395,7 +396,6 @@ def build_issue_pairs(
             progress(INSTANCES, n, len(todo), inst.instance_id)
         if inst.instance_id in done:
             continue
-        assert not is_excluded(inst.repo, excluded)
         path = resolve(inst)
         if not path.exists():
             missing[inst.repo] += 1
