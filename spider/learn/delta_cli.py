@@ -1,7 +1,7 @@
 """``spider train pairs`` and ``spider train delta``: the tuned encoder's two commands.
 
 spider train pairs --repos TEMPLATE --code-repos owner/name,... --dataset FILE --out DIR
-spider train delta --pairs DIR --work DIR [--budget-minutes M] [--write-weights]
+spider train delta --pairs DIR --work DIR [--holdout 0.15] [--budget-minutes M] [--write-weights]
 
 ``pairs`` writes code–text and issue pairs (:mod:`spider.learn.pairs`); ``delta`` tunes
 both sides of the bundled encoder on them and writes the LoRA delta
@@ -51,16 +51,37 @@ def pairs(
         typer.Option(help="comma-separated owner/name whose HEAD gives code-text pairs"),
     ] = None,
     dataset: DatasetsOpt = [],  # noqa: B006 - typer reads the default, never mutates it
+    mined: Annotated[
+        list[Path],
+        typer.Option(
+            "--mined",
+            help="fix commits mined from history (`spider bench history --mine-only` "
+            "writes DIR/dataset.jsonl): each message, and the changelog line it adds, is a query",
+        ),
+    ] = [],  # noqa: B006
+    fragments: Annotated[
+        bool,
+        typer.Option(
+            "--fragments/--no-fragments", help="a mined commit's changelog line as a second query"
+        ),
+    ] = True,
     excluded: ExcludedOpt = [],  # noqa: B006
     max_files: Annotated[int, typer.Option(help="files sampled per code repository")] = 2000,
     max_pairs: Annotated[int, typer.Option(help="code-text pairs per repository at most")] = 4000,
     max_per_repo: Annotated[int, typer.Option(help="issues per repository at most")] = 200,
     progress: ProgressOpt = True,
 ) -> None:
-    """Write code-text pairs (docstring or comment -> the function without it) and issue
-    pairs (issue -> each function its fix edits, BM25's hard negatives) into OUT."""
+    """Write code-text pairs (docstring or comment -> the function without it), commit
+    pairs (a mined fix commit's message or changelog line -> each function it edits) and
+    issue pairs (issue -> each function its fix edits), with hard negatives, into OUT."""
+    from spider.dataset import read_dataset
     from spider.learn.excluded import excluded_repos
-    from spider.learn.pairs import SUMMARY_FILE, build_code_text, build_issue_pairs
+    from spider.learn.pairs import (
+        SUMMARY_FILE,
+        build_code_text,
+        build_issue_pairs,
+        commit_queries,
+    )
     from spider.snapshot import template_resolver
 
     logging.getLogger("spider").setLevel(logging.INFO)
@@ -86,9 +107,19 @@ def pairs(
                     max_pairs=max_pairs,
                     progress=listener,
                 )
+            if mined:
+                commits = [i for d in mined for i in read_dataset(_mined_file(d))]
+                summary["commits"] = build_issue_pairs(
+                    commit_queries(commits, fragments=fragments),
+                    resolve,
+                    settings,
+                    out,
+                    banned,
+                    max_per_repo=2 * max_per_repo,
+                    kind="commit",
+                    progress=listener,
+                )
             if dataset:
-                from spider.dataset import read_dataset
-
                 rows = [i for d in dataset for i in read_dataset(d)]
                 summary["issues"] = build_issue_pairs(
                     rows,
@@ -103,7 +134,7 @@ def pairs(
         raise exit_error(str(exc)) from exc
     out.mkdir(parents=True, exist_ok=True)
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    for kind in ("code-text", "issues"):
+    for kind in ("code-text", "commits", "issues"):
         part = summary.get(kind)
         if isinstance(part, dict) and part.get("excluded"):
             dropped = sum(part["excluded"].values())
@@ -114,12 +145,20 @@ def pairs(
     typer.echo(json.dumps(summary, indent=2))
 
 
+def _mined_file(path: Path) -> Path:
+    """A mined dataset: the file itself, or the ``dataset.jsonl`` in a history folder."""
+    return path / "dataset.jsonl" if path.is_dir() else path
+
+
 def delta(
     pairs_dir: Annotated[Path, typer.Option("--pairs", help="a `spider train pairs` folder")],
     work: Annotated[
         Path, typer.Option("--work", help="checkpoints (the same command resumes from them)")
     ],
     code_steps: Annotated[int, typer.Option(help="optimiser steps on code-text pairs")] = 500,
+    commit_steps: Annotated[
+        int, typer.Option(help="optimiser steps on mined fix commits (after code-text)")
+    ] = 0,
     issue_steps: Annotated[int, typer.Option(help="optimiser steps on issue pairs")] = 300,
     batch: Annotated[int, typer.Option(help="queries per step")] = 16,
     negatives: Annotated[int, typer.Option(help="hard negatives per query")] = 1,
@@ -128,6 +167,14 @@ def delta(
     fraction: Annotated[
         float, typer.Option(help="share of each kind's pairs used (learning curves)")
     ] = 1.0,
+    holdout: Annotated[
+        float,
+        typer.Option(
+            help="share of issue queries kept out (whole repositories) to validate on; "
+            "writes the learning curve to WORK/curve.jsonl"
+        ),
+    ] = 0.0,
+    eval_every: Annotated[int, typer.Option(help="steps between validations")] = 100,
     seed: Annotated[int, typer.Option()] = 0,
     consistency: Annotated[
         bool,
@@ -156,13 +203,15 @@ def delta(
 
     logging.getLogger("spider").setLevel(logging.INFO)
     cfg = TuneConfig(
-        stages=[("code-text", code_steps), ("issue", issue_steps)],
+        stages=[("code-text", code_steps), ("commit", commit_steps), ("issue", issue_steps)],
         batch=batch,
         negatives=negatives,
         rank=rank,
         alpha=2.0 * rank,
         lr=lr,
         fraction=fraction,
+        holdout=holdout,
+        eval_every=eval_every,
         seed=seed,
         consistency=consistency,
         bf16=bf16,
@@ -194,8 +243,12 @@ def delta(
         "trained_on": {
             "pairs": result.pairs,
             "dropped_inconsistent": result.dropped_inconsistent,
-            "repositories": sorted({p.repo for kind in data.values() for p in kind}),
+            "repositories": sorted(
+                {p.repo for kind in data.values() for p in kind} - set(result.holdout_repos)
+            ),
+            "held_out": result.holdout_repos,
         },
+        "curve": result.curve,
         "config": {k: v for k, v in vars(cfg).items() if k != "stages"}
         | {"stages": [list(s) for s in cfg.stages]},
         "final_loss": sum(result.losses[-50:]) / max(1, len(result.losses[-50:])),

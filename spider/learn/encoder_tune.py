@@ -9,9 +9,16 @@ by the delta's digest). The loss is the contrastive one of sentence-transformers
 MultipleNegativesRankingLoss: each query against its positive, every other positive of
 the batch and the hard negatives drawn from the same repository at the same commit
 (:mod:`spider.learn.pairs`), with the other positives of the *same* issue masked out.
-Stages run in order: code–text pairs first, then issues. Before the issue stage a
+Stages run in order: code–text pairs first, then mined fix commits (a commit message or
+the changelog line it adds), then real issues. Before the commit and issue stages a
 consistency filter drops a pair whose positive the untuned model ranks last among itself
 and its negatives (a label the base model cannot place at all is more often noise).
+
+With ``holdout`` set, whole repositories holding that share of the issue queries are
+kept out of every stage, and the run validates on their issues every ``eval_every``
+steps (the positive's rank among the fix commit's hard negatives), writing its learning
+curve to ``work/curve.jsonl``: training is one pass over each stage's pairs, so a point
+at a quarter of the steps is the model that has seen a quarter of the pairs.
 
 Training checkpoints every ``checkpoint_every`` steps into ``work``; the same command
 resumes from the last checkpoint, so a run may span sessions. What is written is only
@@ -20,6 +27,7 @@ the adapters' factors (``spider.retrieve.delta``'s format), a few MB.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -27,6 +35,7 @@ import os
 import random
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,6 +53,7 @@ log = logging.getLogger(__name__)
 TARGET_MODULES = r".*encoder\.layer\.\d+\..*(query|key|value|dense)$"
 CHECKPOINT = "checkpoint.pt"
 STATE = "state.json"
+CURVE = "curve.jsonl"
 
 
 @dataclass
@@ -51,7 +61,7 @@ class TuneConfig:
     """How the encoder is tuned (recorded in the delta file)."""
 
     stages: list[tuple[str, int]] = field(
-        default_factory=lambda: [("code-text", 600), ("issue", 300)]
+        default_factory=lambda: [("code-text", 600), ("commit", 0), ("issue", 300)]
     )  # (pair kind, optimiser steps)
     batch: int = 16
     negatives: int = 1  # hard negatives per query in a batch
@@ -67,8 +77,11 @@ class TuneConfig:
     consistency: bool = True
     consistency_group: int = 8  # positive + 7 negatives ranked by the base model
     fraction: float = 1.0  # share of each stage's pairs used (the learning curve)
+    holdout: float = 0.0  # share of issue queries kept out, whole repositories, to validate
     seed: int = 0
     checkpoint_every: int = 50
+    eval_every: int = 100  # steps between validations on the held-out issues
+    eval_queries: int = 150  # held-out pairs scored at each validation
 
 
 @dataclass
@@ -82,6 +95,8 @@ class TuneResult:
     dropped_inconsistent: int
     seconds: float
     losses: list[float]
+    holdout_repos: list[str] = field(default_factory=list)
+    curve: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _torch() -> Any:
@@ -146,7 +161,7 @@ def batch_loss(
     mask = torch.zeros_like(scores, dtype=torch.bool)
     for i, p in enumerate(batch):
         for j in range(len(batch)):
-            if j != i and batch[j].source == p.source and batch[j].kind == "issue":
+            if j != i and batch[j].source == p.source and batch[j].kind != "code-text":
                 mask[i, j] = True  # the same issue's other edited function is no negative
     scores = scores.masked_fill(mask, -1e4)
     target = torch.arange(len(batch))
@@ -182,6 +197,87 @@ def consistent(
     return kept
 
 
+def split_holdout(
+    pairs: dict[str, list[Pair]], share: float, seed: int = 0
+) -> tuple[dict[str, list[Pair]], list[Pair], list[str]]:
+    """Keep whole repositories out of every kind until they hold ``share`` of the issue
+    queries; returns the training pairs, the held-out issue pairs and those repositories.
+
+    Repositories are taken in an order fixed by the seed, so a resumed run holds out the
+    same ones; the held-out repositories' code never enters training either."""
+    if share <= 0:
+        return pairs, [], []
+    issues = pairs.get("issue", [])
+    queries = Counter(p.repo for p in {p.source: p for p in issues}.values())
+    total = sum(queries.values())
+    order = sorted(queries, key=lambda r: hashlib.sha256(f"{seed}:{r}".encode()).hexdigest())
+    held_repos: list[str] = []
+    for repo in order:
+        if sum(queries[r] for r in held_repos) >= share * total:
+            break
+        held_repos.append(repo)
+    held = set(held_repos)
+    train = {kind: [p for p in rows if p.repo not in held] for kind, rows in pairs.items()}
+    return train, [p for p in issues if p.repo in held], sorted(held)
+
+
+def validate(model: Any, tok: Any, held: Sequence[Pair], cfg: TuneConfig) -> dict[str, float]:
+    """How the current model ranks each held-out pair's positive among itself and its hard
+    negatives (the fix commit's functions BM25 ranks highest): MRR, top-1 and top-3."""
+    torch = _torch()
+    sample = sorted(held, key=lambda p: hashlib.sha256(p.to_json().encode()).hexdigest())
+    ranks: list[int] = []
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        for p in sample[: cfg.eval_queries]:
+            if not p.negatives:
+                continue
+            q = _embed(model, tok, [p.query], cfg.max_query_tokens, cfg.bf16)
+            d = _embed(model, tok, [p.positive, *p.negatives], cfg.max_doc_tokens, cfg.bf16)
+            s = (q @ d.T)[0]
+            ranks.append(1 + int((s[1:] > s[0]).sum()))
+    if was_training:
+        model.train()
+    n = max(1, len(ranks))
+    return {
+        "queries": len(ranks),
+        "mrr": round(sum(1 / r for r in ranks) / n, 4),
+        "top1": round(sum(r == 1 for r in ranks) / n, 4),
+        "top3": round(sum(r <= 3 for r in ranks) / n, 4),
+    }
+
+
+def _curve_point(
+    model: Any, tok: Any, held: Sequence[Pair], cfg: TuneConfig, work: Path, step: int,
+    seen: dict[str, int], base: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """Validate and append one learning-curve point to ``work/curve.jsonl``."""
+    if base:
+        with model.disable_adapter():
+            scores = validate(model, tok, held, cfg)
+    else:
+        scores = validate(model, tok, held, cfg)
+    point = {"step": step, "seen": dict(seen), **scores}
+    with (work / CURVE).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(point) + "\n")
+    log.info("validation at step %d: %s", step, scores)
+    return point
+
+
+def read_curve(work: Path) -> list[dict[str, Any]]:
+    """The learning-curve points a run has written (one per validated step)."""
+    path = work / CURVE
+    if not path.exists():
+        return []
+    points = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            p = json.loads(line)
+            points[p["step"]] = p  # a resumed run may validate a step twice
+    return [points[k] for k in sorted(points)]
+
+
 def _batches(pairs: Sequence[Pair], batch: int, rng: random.Random) -> list[list[Pair]]:
     order = list(pairs)
     rng.shuffle(order)
@@ -210,11 +306,13 @@ def tune(
     torch = _torch()
     torch.manual_seed(cfg.seed)
     work.mkdir(parents=True, exist_ok=True)
+    pairs, held, held_repos = split_holdout(pairs, cfg.holdout, cfg.seed)
     model, tok = load_trainable(base_dir, cfg)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01)
     total = sum(steps for _, steps in cfg.stages)
-    step, losses, dropped = 0, [], 0
+    step, losses = 0, []
+    dropped: dict[str, int] = {}
     state_file, ckpt = work / STATE, work / CHECKPOINT
     if ckpt.exists() and state_file.exists():
         state = json.loads(state_file.read_text())
@@ -225,10 +323,12 @@ def tune(
         saved = torch.load(ckpt, weights_only=False)
         model.load_state_dict(saved["model"], strict=False)
         opt.load_state_dict(saved["optimizer"])
-        step, losses, dropped = state["step"], state["losses"], state.get("dropped", 0)
+        step, losses, dropped = state["step"], state["losses"], state.get("dropped", {})
         log.info("resumed at step %d of %d", step, total)
     used = {kind: 0 for kind, _ in cfg.stages}
     t0 = time.perf_counter()
+    if held and step == 0 and not read_curve(work):
+        _curve_point(model, tok, held, cfg, work, 0, _seen(cfg, 0), base=True)
     model.train()
     offset = 0
     for kind, steps in cfg.stages:
@@ -236,10 +336,10 @@ def tune(
         data = list(pairs.get(kind, []))
         stage_rng.shuffle(data)
         data = data[: max(cfg.batch, int(len(data) * cfg.fraction))]
-        if kind == "issue" and cfg.consistency and step < offset + steps:
+        if kind != "code-text" and cfg.consistency and step < offset + steps:
             before = len(data)
             data = _cached_filter(work, kind, lambda d=data: consistent(model, tok, d, cfg))
-            dropped = before - len(data)
+            dropped[kind] = before - len(data)
         used[kind] = len(data)
         if len(data) < cfg.batch:
             log.warning("stage %s: %d pairs, fewer than a batch; skipped", kind, len(data))
@@ -268,16 +368,32 @@ def tune(
             losses.append(round(value, 4))
             if on_step is not None:
                 on_step(step, total, value)
+            if held and (step % cfg.eval_every == 0 or step == offset + steps):
+                _curve_point(model, tok, held, cfg, work, step, _seen(cfg, step))
             out_of_time = budget_s is not None and time.perf_counter() - t0 > budget_s
             if step % cfg.checkpoint_every == 0 or step == total or out_of_time:
                 _save(model, opt, work, cfg, step, losses, dropped)
             if out_of_time:
                 return model, TuneResult(
-                    step, total, False, used, dropped, time.perf_counter() - t0, losses
-                )
+                    step, total, False, used, sum(dropped.values()), time.perf_counter() - t0, losses,
+                    held_repos, read_curve(work),
+                )  # fmt: skip
         offset += steps
     _save(model, opt, work, cfg, step, losses, dropped)
-    return model, TuneResult(step, total, True, used, dropped, time.perf_counter() - t0, losses)
+    return model, TuneResult(
+        step, total, True, used, sum(dropped.values()), time.perf_counter() - t0, losses, held_repos,
+        read_curve(work),
+    )  # fmt: skip
+
+
+def _seen(cfg: TuneConfig, step: int) -> dict[str, int]:
+    """Training pairs each stage has consumed after ``step`` optimiser steps."""
+    out: dict[str, int] = {}
+    offset = 0
+    for kind, steps in cfg.stages:
+        out[kind] = max(0, min(step - offset, steps)) * cfg.batch
+        offset += steps
+    return out
 
 
 def _cached_filter(work: Path, kind: str, run: Callable[[], list[Pair]]) -> list[Pair]:
@@ -302,7 +418,13 @@ def _config_key(cfg: TuneConfig) -> dict[str, Any]:
 
 
 def _save(
-    model: Any, opt: Any, work: Path, cfg: TuneConfig, step: int, losses: list[float], dropped: int
+    model: Any,
+    opt: Any,
+    work: Path,
+    cfg: TuneConfig,
+    step: int,
+    losses: list[float],
+    dropped: dict[str, int],
 ) -> None:
     torch = _torch()
     trainable = {k: v for k, v in model.state_dict().items() if "lora_" in k}

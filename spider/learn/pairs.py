@@ -28,7 +28,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from spider.ids import dataset_id_map, graph_ids_for
 from spider.index import document_text
 from spider.learn.corpus import dedupe_by_text
 from spider.learn.excluded import drop_excluded
+from spider.learn.fragments import changelog_fragment
 from spider.patch import parse_patch
 from spider.progress import INSTANCES, Progress
 from spider.retrieve.bm25 import LexicalIndex
@@ -51,6 +52,9 @@ log = logging.getLogger(__name__)
 
 CODE_TEXT_DIR = "code-text"
 ISSUES_FILE = "issues.jsonl"
+COMMITS_FILE = "commits.jsonl"
+PAIR_FILES = {"issue": ISSUES_FILE, "commit": COMMITS_FILE}  # kind -> file under the folder
+FRAGMENT_SUFFIX = "#changelog"
 SUMMARY_FILE = "pairs.json"
 MIN_QUERY_CHARS = 20
 MIN_QUERY_WORDS = 4
@@ -85,9 +89,9 @@ _BOILERPLATE = re.compile(
 class Pair:
     """One training example: a query, the document it is about, and hard negatives."""
 
-    kind: str  # "code-text" or "issue"
+    kind: str  # "code-text", "commit" (a mined fix commit or its changelog line) or "issue"
     repo: str
-    source: str  # the file (code-text) or the instance id (issue)
+    source: str  # the file (code-text) or the instance id (commit, issue)
     query: str
     positive: str
     negatives: list[str] = field(default_factory=list)
@@ -281,6 +285,7 @@ def issue_pairs(
     negatives: int = 16,
     max_positives: int = 5,
     seed: int = 0,
+    kind: str = "issue",
 ) -> list[Pair]:
     """Pairs of one issue: each edited function with the same hard negatives (BM25's
     best non-edited functions among the fix's files and ``sample_files`` others)."""
@@ -310,7 +315,7 @@ def issue_pairs(
     negs = [docs[i] for i in ranked[:negatives]]
     rng.shuffle(pos)
     return [
-        Pair("issue", inst.repo, inst.instance_id, query, docs[i], negs)
+        Pair(kind, inst.repo, inst.instance_id, query, docs[i], negs)
         for i in pos[:max_positives]
     ]
 
@@ -375,12 +380,14 @@ def build_issue_pairs(
     excluded: frozenset[str],
     *,
     max_per_repo: int = 200,
+    kind: str = "issue",
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Append the pairs of every issue not yet in ``out/issues.jsonl``."""
+    """Append the pairs of every issue not yet in the folder's file for ``kind``
+    (``issues.jsonl``, or ``commits.jsonl`` for mined fix commits)."""
     out.mkdir(parents=True, exist_ok=True)
-    target = out / ISSUES_FILE
-    done_file = out / "issues.done"
+    target = out / PAIR_FILES[kind]
+    done_file = target.with_suffix(".done")
     done = set(done_file.read_text().split()) if done_file.exists() else set()
     kept, dropped = drop_excluded(instances, lambda i: i.repo, excluded)
     todo: list[Instance] = []
@@ -401,7 +408,7 @@ def build_issue_pairs(
             missing[inst.repo] += 1
             continue
         try:
-            pairs = issue_pairs(inst, GitSource(path, inst.base_commit), settings)
+            pairs = issue_pairs(inst, GitSource(path, inst.base_commit), settings, kind=kind)
         except SpiderError as exc:
             failed += 1
             log.warning("%s: %s", inst.instance_id, exc)
@@ -413,12 +420,26 @@ def build_issue_pairs(
     rows = read_pairs(target) if target.exists() else []
     return {
         "pairs": len(rows),
-        "issues": len({r.source for r in rows}),
+        "queries": len({r.source for r in rows}),
         "by_repo": dict(Counter(r.repo for r in rows)),
         "excluded": dict(dropped),
         "not_on_disk": dict(missing),
         "failed_this_run": failed,
     }
+
+
+def commit_queries(commits: Sequence[Instance], *, fragments: bool = True) -> list[Instance]:
+    """Each mined fix commit as a query (its cleaned message), plus a second one from the
+    changelog fragment it adds (``<id>#changelog``), both for the functions it edits."""
+    out: list[Instance] = []
+    for inst in commits:
+        out.append(inst)
+        text = changelog_fragment(inst.patch) if fragments and inst.patch else ""
+        if text:
+            out.append(
+                replace(inst, instance_id=inst.instance_id + FRAGMENT_SUFFIX, problem_statement=text)
+            )
+    return out
 
 
 def read_pairs(path: Path) -> list[Pair]:
@@ -432,12 +453,12 @@ def read_pairs(path: Path) -> list[Pair]:
 
 
 def read_pair_folder(out: Path, excluded: frozenset[str]) -> dict[str, list[Pair]]:
-    """The code-text and issue pairs under ``out``, excluded repositories dropped again
+    """The code-text, commit and issue pairs under ``out``, excluded repositories dropped again
     (a folder made with an older list is still refused what the current one names)."""
     code: list[Pair] = []
     for f in sorted((out / CODE_TEXT_DIR).glob("*.jsonl")):
         code.extend(read_pairs(f))
-    issues = read_pairs(out / ISSUES_FILE) if (out / ISSUES_FILE).exists() else []
-    code, _ = drop_excluded(code, lambda p: p.repo, excluded)
-    issues, _ = drop_excluded(issues, lambda p: p.repo, excluded)
-    return {"code-text": code, "issue": issues}
+    found: dict[str, list[Pair]] = {"code-text": code}
+    for kind, name in PAIR_FILES.items():
+        found[kind] = read_pairs(out / name) if (out / name).exists() else []
+    return {kind: drop_excluded(rows, lambda p: p.repo, excluded)[0] for kind, rows in found.items()}

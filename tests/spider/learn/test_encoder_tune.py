@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from spider.errors import InputError
-from spider.learn.encoder_tune import CHECKPOINT, STATE, TuneConfig, tune, write_delta
+from spider.learn.encoder_tune import (
+    CHECKPOINT,
+    STATE,
+    TuneConfig,
+    read_curve,
+    split_holdout,
+    tune,
+    write_delta,
+)
 from spider.learn.pairs import Pair
 from spider.retrieve.delta import check_base, read_delta, weights_fingerprint
 from spider.retrieve.dense import bundled_model_path
@@ -85,3 +93,37 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     assert len(json.loads((work / STATE).read_text())["losses"]) == 4
     with pytest.raises(InputError, match="other settings"):
         tune(_pairs(), bundled_model_path(), work, _cfg(rank=8, alpha=16.0))
+
+
+def _two_repos() -> dict[str, list[Pair]]:
+    pairs = _pairs()
+    other = [
+        Pair("issue", "zeta/z", f"zeta__z-{n}", p.query, p.positive, p.negatives)
+        for n, p in enumerate(pairs["issue"])
+    ]
+    code = [Pair("code-text", "zeta/z", p.source, p.query, p.positive, p.negatives)
+            for p in pairs["code-text"]]  # fmt: skip
+    return {"code-text": pairs["code-text"] + code, "issue": pairs["issue"] + other}
+
+
+def test_holdout_keeps_whole_repositories_out_of_every_stage() -> None:
+    train, held, repos = split_holdout(_two_repos(), 0.4)
+    assert len(repos) == 1 and {p.repo for p in held} == set(repos)
+    assert all(p.repo not in repos for kind in train.values() for p in kind)
+    assert len(train["code-text"]) == 4 and len(train["issue"]) == 4
+    assert split_holdout(_two_repos(), 0.4)[2] == repos  # the same ones on a resume
+    assert split_holdout(_two_repos(), 0.0)[1] == []
+
+
+def test_a_run_with_a_holdout_writes_its_learning_curve(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    cfg = _cfg(holdout=0.4, eval_every=2, consistency=False)
+    _, result = tune(_two_repos(), bundled_model_path(), work, cfg)
+    steps = [p["step"] for p in result.curve]
+    assert steps == [0, 2, 4]  # the untuned model, the end of each stage
+    assert result.curve == read_curve(work)
+    assert result.curve[0]["seen"] == {"code-text": 0, "issue": 0}
+    assert result.curve[-1]["seen"] == {"code-text": 4, "issue": 4}
+    for point in result.curve:
+        assert point["queries"] == 4 and 0 < point["mrr"] <= 1 and 0 <= point["top1"] <= 1
+    assert result.holdout_repos and result.pairs == {"code-text": 4, "issue": 4}

@@ -11,11 +11,13 @@ from spider.dataset import Instance
 from spider.errors import InputError
 from spider.learn.excluded import drop_excluded, excluded_repos, is_excluded, read_list
 from spider.learn.pairs import (
+    COMMITS_FILE,
     ISSUES_FILE,
     build_code_text,
     build_issue_pairs,
     clean_query,
     code_text_pairs,
+    commit_queries,
     leading_comment,
     read_pair_folder,
     split_python_docstring,
@@ -202,3 +204,43 @@ def test_builders_drop_excluded_repositories_and_say_how_many(
     )
     read = read_pair_folder(out, excluded_repos())
     assert {p.repo for kind in read.values() for p in kind} == {"acme/shop"}
+
+
+CHANGELOG = (
+    "diff --git a/CHANGES.md b/CHANGES.md\n--- a/CHANGES.md\n+++ b/CHANGES.md\n"
+    "@@ -1 +1,3 @@\n # Changes\n+\n+- A negative quantity added to the cart is now refused (#12)\n"
+)
+
+
+def test_mined_commits_give_a_message_and_a_changelog_query(
+    mirrors: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "pairs"
+    sha = commit_files(mirrors / "acme+shop", {"CHANGES.md": "# Changes\n"}, "changes")
+    commits = [
+        Instance("acme__shop-c1", "acme/shop", sha, "Reject negative quantities", patch=PATCH + CHANGELOG),
+        Instance("psf__requests-c1", "psf/requests", sha, "Reject negatives", patch=PATCH + CHANGELOG),
+    ]
+    queries = commit_queries(commits)
+    assert [q.instance_id for q in queries] == [
+        "acme__shop-c1",
+        "acme__shop-c1#changelog",
+        "psf__requests-c1",
+        "psf__requests-c1#changelog",
+    ]
+    assert queries[1].problem_statement == "A negative quantity added to the cart is now refused"
+    assert [q.instance_id for q in commit_queries(commits, fragments=False)] == [
+        "acme__shop-c1",
+        "psf__requests-c1",
+    ]
+    template = str(mirrors / "{owner}+{name}")
+    summary = build_issue_pairs(
+        queries, template_resolver(template), EngineSettings(), out, excluded_repos(), kind="commit"
+    )
+    assert summary["excluded"] == {"psf/requests": 2}
+    assert summary["queries"] == 2 and not (out / ISSUES_FILE).exists()
+    rows = [json.loads(x) for x in (out / COMMITS_FILE).read_text().splitlines()]
+    assert {r["kind"] for r in rows} == {"commit"}
+    assert all(r["positive"].startswith("shop/cart.py\nCart.add_item\n") for r in rows)
+    read = read_pair_folder(out, excluded_repos())
+    assert len(read["commit"]) == 2 and read["issue"] == [] and read["code-text"] == []
