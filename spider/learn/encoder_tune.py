@@ -412,7 +412,8 @@ def _cached_filter(work: Path, kind: str, run: Callable[[], list[Pair]]) -> list
 
 def _config_key(cfg: TuneConfig) -> dict[str, Any]:
     d = asdict(cfg)
-    d.pop("checkpoint_every")
+    for how_often in ("checkpoint_every", "eval_every", "eval_queries"):  # not how it trains
+        d.pop(how_often)
     d["stages"] = [list(s) for s in cfg.stages]
     return d
 

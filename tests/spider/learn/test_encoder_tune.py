@@ -88,7 +88,7 @@ def test_a_stopped_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     _, first = tune(_pairs(), bundled_model_path(), work, _cfg(), budget_s=0.0)
     assert not first.finished and first.steps_done == 1
     assert (work / CHECKPOINT).exists()
-    _, rest = tune(_pairs(), bundled_model_path(), work, _cfg())
+    _, rest = tune(_pairs(), bundled_model_path(), work, _cfg(eval_every=7))  # not a setting
     assert rest.finished and rest.steps_done == 4
     assert len(json.loads((work / STATE).read_text())["losses"]) == 4
     with pytest.raises(InputError, match="other settings"):
