@@ -237,7 +237,7 @@ class EngineSettings(BaseSettings):
         "delta`; docs/learning.md): empty or none = the bundled model as is, "
         "bundled = spider/encoder_delta.npz, else the path of a delta file; every backend "
         "embeds with the merged weights and the cache keeps their vectors apart; needs the "
-        "bundled model (model empty)",
+        "bundled model (model empty) and no query_adapter",
     )
     max_seq_length: int = Field(
         128, ge=32, le=8192, description="encoder token cap per text (MiniLM was trained at 128)"
@@ -329,6 +329,13 @@ class EngineSettings(BaseSettings):
             raise InvalidSetting(
                 f"encoder_delta {self.encoder_delta!r} tunes the bundled model, but model is "
                 f"{self.model!r}: unset SPIDER_ENCODER_DELTA or SPIDER_MODEL"
+            )
+        delta_on = self.encoder_delta.strip().lower() not in ("", "none")
+        if delta_on and self.query_adapter.strip().lower() not in ("", "none"):
+            raise InvalidSetting(
+                f"query_adapter {self.query_adapter!r} maps the untuned model's query vectors, "
+                f"but encoder_delta {self.encoder_delta!r} changes them: unset "
+                "SPIDER_QUERY_ADAPTER or SPIDER_ENCODER_DELTA"
             )
         return self
 

@@ -108,11 +108,13 @@ def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tup
             import torch
             from onnxruntime.quantization import QuantType, quantize_dynamic
             from transformers import AutoModel
+            from transformers.utils import logging as transformers_logging
         except ImportError as exc:  # pragma: no cover - dependencies of the project
             raise ModelLoadError(
                 f"exporting the ONNX encoder needs torch, transformers: {exc}"
             ) from exc
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        transformers_logging.disable_progress_bar()  # its "Loading weights" bar is noise here
         bert = AutoModel.from_pretrained(str(model_dir)).eval()
 
         class Wrapped(torch.nn.Module):

@@ -469,3 +469,12 @@ def test_the_shipped_delta_fits_the_installed_weights_and_says_what_made_it() ->
     assert delta.meta["trained_on"]["pairs"]["code-text"] > 10_000
     assert not {r.lower() for r in delta.meta["trained_on"]["repositories"]} & excluded_repos()
     assert DELTA_FILE.stat().st_size < 10_000_000
+
+
+def test_a_delta_with_the_query_adapter_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPIDER_QUERY_ADAPTER", "bundled")
+    monkeypatch.setenv("SPIDER_ENCODER_DELTA", "bundled")
+    with pytest.raises(ValidationError, match="maps the untuned model's query vectors"):
+        EngineSettings()
+    monkeypatch.setenv("SPIDER_ENCODER_DELTA", "none")
+    assert EngineSettings().query_adapter == "bundled"
