@@ -168,33 +168,51 @@ def batch_loss(
     return torch.nn.functional.cross_entropy(scores, target)
 
 
-def consistent(
-    model: Any,
-    tok: Any,
-    pairs: Sequence[Pair],
-    cfg: TuneConfig,
-    progress: Callable[[int, int], None] | None = None,
-) -> list[Pair]:
+def _vectors(
+    model: Any, tok: Any, texts: Sequence[str], max_tokens: int, bf16: bool, batch: int = 64
+) -> dict[str, Any]:
+    """Each distinct text's vector (no grad): texts shared by several pairs (an issue's
+    negatives, its query) are embedded once, in batches of similar length."""
+    torch = _torch()
+    out: dict[str, Any] = {}
+    distinct = sorted(set(texts), key=len)
+    with torch.no_grad():
+        for i in range(0, len(distinct), batch):
+            chunk = distinct[i : i + batch]
+            out.update(zip(chunk, _embed(model, tok, chunk, max_tokens, bf16), strict=True))
+    return out
+
+
+def _positive_ranks(
+    model: Any, tok: Any, pairs: Sequence[Pair], cfg: TuneConfig, group: int
+) -> list[int]:
+    """Each pair's positive's rank (1 = first) among itself and its first ``group - 1``
+    negatives, by the model as it is; 1 for a pair without negatives."""
+    torch = _torch()
+    groups = [[p.positive, *p.negatives[: group - 1]] for p in pairs]
+    queries = _vectors(model, tok, [p.query for p in pairs], cfg.max_query_tokens, cfg.bf16)
+    docs = _vectors(model, tok, [t for g in groups for t in g], cfg.max_doc_tokens, cfg.bf16)
+    ranks: list[int] = []
+    for p, g in zip(pairs, groups, strict=True):
+        s = torch.stack([docs[t] for t in g]) @ queries[p.query]
+        ranks.append(1 + int((s[1:] > s[0]).sum()))
+    return ranks
+
+
+def consistent(model: Any, tok: Any, pairs: Sequence[Pair], cfg: TuneConfig) -> list[Pair]:
     """The pairs whose positive the (untuned) model does not rank last among itself and its
     first ``consistency_group - 1`` negatives."""
-    torch = _torch()
-    kept: list[Pair] = []
+    was_training = model.training
     model.eval()
-    with torch.no_grad(), model.disable_adapter():
-        for n, p in enumerate(pairs):
-            group = [p.positive, *p.negatives[: cfg.consistency_group - 1]]
-            if len(group) < 2:
-                kept.append(p)
-                continue
-            q = _embed(model, tok, [p.query], cfg.max_query_tokens, cfg.bf16)
-            d = _embed(model, tok, group, cfg.max_doc_tokens, cfg.bf16)
-            s = (q @ d.T)[0]
-            if not bool((s[1:] > s[0]).all()):
-                kept.append(p)
-            if progress is not None and n % 50 == 0:
-                progress(n, len(pairs))
-    model.train()
-    return kept
+    with model.disable_adapter():
+        ranks = _positive_ranks(model, tok, pairs, cfg, cfg.consistency_group)
+    if was_training:
+        model.train()
+    return [
+        p
+        for p, r in zip(pairs, ranks, strict=True)
+        if r < 1 + min(len(p.negatives), cfg.consistency_group - 1) or not p.negatives
+    ]
 
 
 def split_holdout(
@@ -224,19 +242,12 @@ def split_holdout(
 def validate(model: Any, tok: Any, held: Sequence[Pair], cfg: TuneConfig) -> dict[str, float]:
     """How the current model ranks each held-out pair's positive among itself and its hard
     negatives (the fix commit's functions BM25 ranks highest): MRR, top-1 and top-3."""
-    torch = _torch()
     sample = sorted(held, key=lambda p: hashlib.sha256(p.to_json().encode()).hexdigest())
-    ranks: list[int] = []
+    sample = [p for p in sample if p.negatives][: cfg.eval_queries]
     was_training = model.training
     model.eval()
-    with torch.no_grad():
-        for p in sample[: cfg.eval_queries]:
-            if not p.negatives:
-                continue
-            q = _embed(model, tok, [p.query], cfg.max_query_tokens, cfg.bf16)
-            d = _embed(model, tok, [p.positive, *p.negatives], cfg.max_doc_tokens, cfg.bf16)
-            s = (q @ d.T)[0]
-            ranks.append(1 + int((s[1:] > s[0]).sum()))
+    widest = 1 + max((len(p.negatives) for p in sample), default=0)
+    ranks = _positive_ranks(model, tok, sample, cfg, widest)
     if was_training:
         model.train()
     n = max(1, len(ranks))

@@ -127,3 +127,15 @@ def test_a_run_with_a_holdout_writes_its_learning_curve(tmp_path: Path) -> None:
     for point in result.curve:
         assert point["queries"] == 4 and 0 < point["mrr"] <= 1 and 0 <= point["top1"] <= 1
     assert result.holdout_repos and result.pairs == {"code-text": 4, "issue": 4}
+
+
+def test_the_consistency_filter_drops_a_positive_the_base_model_ranks_last() -> None:
+    from spider.learn.encoder_tune import consistent, load_trainable
+
+    docs = {q: d for q, d in CODE}
+    good = Pair("issue", "acme/m", "i1", ISSUE, docs[CODE[1][0]], [docs[CODE[3][0]]])
+    bad = Pair("issue", "acme/m", "i2", CODE[3][0], docs[CODE[0][0]], [docs[CODE[3][0]]])
+    alone = Pair("issue", "acme/m", "i3", ISSUE, docs[CODE[1][0]], [])
+    cfg = _cfg()
+    model, tok = load_trainable(bundled_model_path(), cfg)
+    assert consistent(model, tok, [good, bad, alone], cfg) == [good, alone]
