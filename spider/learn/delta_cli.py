@@ -231,6 +231,13 @@ def delta(
             model, result = tune(data, base, work, cfg, budget_s=budget, on_step=on_step)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
+    for point in result.curve:
+        seen = ", ".join(f"{k} {v}" for k, v in point["seen"].items() if v)
+        typer.echo(
+            f"held-out issues ({', '.join(result.holdout_repos)}) at step {point['step']} "
+            f"({seen or 'untuned'}): MRR {point['mrr']:.3f}, top-1 {point['top1']:.3f}, "
+            f"top-3 {point['top3']:.3f} of {point['queries']}"
+        )
     if not result.finished:
         typer.echo(
             f"stopped at step {result.steps_done} of {result.steps_total} (checkpoint in "

@@ -139,3 +139,35 @@ def test_the_consistency_filter_drops_a_positive_the_base_model_ranks_last() -> 
     cfg = _cfg()
     model, tok = load_trainable(bundled_model_path(), cfg)
     assert consistent(model, tok, [good, bad, alone], cfg) == [good, alone]
+
+
+def test_train_delta_command_runs_three_stages_and_reports_its_curve(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from spider.cli import app
+    from spider.learn.pairs import CODE_TEXT_DIR, COMMITS_FILE, ISSUES_FILE
+
+    pairs, data = tmp_path / "pairs", _two_repos()
+    (pairs / CODE_TEXT_DIR).mkdir(parents=True)
+    (pairs / CODE_TEXT_DIR / "acme+m.jsonl").write_text(
+        "".join(p.to_json() + "\n" for p in data["code-text"])
+    )
+    commits = [Pair("commit", p.repo, p.source + "c", p.query, p.positive, p.negatives)
+               for p in data["issue"]]  # fmt: skip
+    (pairs / COMMITS_FILE).write_text("".join(p.to_json() + "\n" for p in commits))
+    (pairs / ISSUES_FILE).write_text("".join(p.to_json() + "\n" for p in data["issue"]))
+    work = tmp_path / "work"
+    out = CliRunner().invoke(
+        app,
+        ["train", "delta", "--pairs", str(pairs), "--work", str(work), "--code-steps", "1",
+         "--commit-steps", "1", "--issue-steps", "1", "--batch", "2", "--rank", "4",
+         "--holdout", "0.4", "--eval-every", "1", "--no-consistency", "--fp32", "--no-progress"],
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "held-out issues (zeta/z) at step 0 (untuned): MRR" in out.output
+    assert "at step 3 (code-text 2, commit 2, issue 2): MRR" in out.output
+    delta = read_delta(work / "encoder_delta.npz", bundled_model_path())
+    assert delta.meta["trained_on"]["held_out"] == ["zeta/z"]
+    assert "zeta/z" not in delta.meta["trained_on"]["repositories"]
+    assert [p["step"] for p in delta.meta["curve"]] == [0, 1, 2, 3]
+    assert delta.meta["config"]["stages"] == [["code-text", 1], ["commit", 1], ["issue", 1]]
