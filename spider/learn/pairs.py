@@ -1,8 +1,9 @@
 """Training pairs for the encoder: (query, the function it is about, hard negatives).
 
-    spider train pairs --repos TEMPLATE --code-repos owner/name,... --dataset FILE --out DIR
+    spider train pairs --repos TEMPLATE --code-repos owner/name,... --dataset FILE
+                       --mined DIR --out DIR
 
-Two kinds, both written as JSONL rows ``{"kind", "repo", "source", "query", "positive",
+Three kinds, all written as JSONL rows ``{"kind", "repo", "source", "query", "positive",
 "negatives"}`` whose texts are what the engine embeds (``spider.index.document_text``:
 path, qualified name, source):
 
@@ -14,8 +15,11 @@ path, qualified name, source):
   edits is a positive, and the negatives are the functions of the same commit that BM25
   ranks highest for the issue (the fix's files and a sample of others are parsed, not the
   whole repository, so that a thousand commits take minutes).
+- **commits** (``DIR/commits.jsonl``): a fix commit mined from history is the query, by
+  its message and by the line it adds to a changelog (:mod:`spider.learn.fragments`),
+  built like an issue's pairs.
 
-Repositories on the exclusion list (:mod:`spider.learn.excluded`) never enter either kind;
+Repositories on the exclusion list (:mod:`spider.learn.excluded`) never enter any kind;
 how many rows were dropped is reported. A repository or issue already written is not
 redone, so the command resumes.
 """
