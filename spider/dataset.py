@@ -17,6 +17,7 @@ from typing import Any
 from spider.errors import InputError
 from spider.models import Issue
 
+HISTORY_DATASET_FILE = "dataset.jsonl"  # what `spider bench history` writes into its --out
 REQUIRED_FIELDS = ("instance_id", "repo", "base_commit", "problem_statement")
 
 

@@ -44,7 +44,12 @@ from spider.cli_common import (
     exit_error,
     split_csv,
 )
-from spider.dataset import read_dataset, select_instances, write_dataset
+from spider.dataset import (
+    HISTORY_DATASET_FILE,
+    read_dataset,
+    select_instances,
+    write_dataset,
+)
 from spider.errors import InputError, SpiderError
 from spider.retrieve.dense import BACKENDS
 from spider.settings import EngineSettings
@@ -52,7 +57,6 @@ from spider.snapshot import GT_CHOICES, GtChoice, fixed_resolver, template_resol
 
 GROUP = "bench"  # the command group: `spider bench ...` in every recorded command line
 DEFAULT_METHODS = "bm25,dense,hybrid"  # the cheap baselines; add spider-* / oracle explicitly
-DATASET_FILE = "dataset.jsonl"  # what `history` writes into --out
 
 bench_app = typer.Typer(
     help="Measure localization (Recall/Acc/MRR@K) on SWE-bench-style data or on git history.",
@@ -175,7 +179,7 @@ def history(
         methods = parse_methods(method)
         settings = engine_settings(k, cache_dir)
         out.mkdir(parents=True, exist_ok=True)
-        data_path = out / DATASET_FILE
+        data_path = out / HISTORY_DATASET_FILE
         if data_path.exists():  # resumable: reuse what was mined before
             rows = read_dataset(data_path)
             typer.echo(f"reusing {len(rows)} instances from {data_path}", err=True)

@@ -146,8 +146,10 @@ def pairs(
 
 
 def _mined_file(path: Path) -> Path:
-    """A mined dataset: the file itself, or the ``dataset.jsonl`` in a history folder."""
-    return path / "dataset.jsonl" if path.is_dir() else path
+    """A mined dataset: the file itself, or the one a ``spider bench history`` folder holds."""
+    from spider.dataset import HISTORY_DATASET_FILE
+
+    return path / HISTORY_DATASET_FILE if path.is_dir() else path
 
 
 def delta(

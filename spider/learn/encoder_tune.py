@@ -27,6 +27,7 @@ the adapters' factors (``spider.retrieve.delta``'s format), a few MB.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -264,10 +265,7 @@ def _curve_point(
     seen: dict[str, int], base: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """Validate and append one learning-curve point to ``work/curve.jsonl``."""
-    if base:
-        with model.disable_adapter():
-            scores = validate(model, tok, held, cfg)
-    else:
+    with model.disable_adapter() if base else contextlib.nullcontext():
         scores = validate(model, tok, held, cfg)
     point = {"step": step, "seen": dict(seen), **scores}
     with (work / CURVE).open("a", encoding="utf-8") as fh:
