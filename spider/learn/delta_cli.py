@@ -164,6 +164,13 @@ def delta(
     issue_steps: Annotated[int, typer.Option(help="optimiser steps on issue pairs")] = 300,
     batch: Annotated[int, typer.Option(help="queries per step")] = 16,
     negatives: Annotated[int, typer.Option(help="hard negatives per query")] = 1,
+    batching: Annotated[
+        str,
+        typer.Option(
+            help="'mixed': a batch draws from every repository; 'repo': from one repository, "
+            "so the other queries' functions are same-repository negatives"
+        ),
+    ] = "mixed",
     rank: Annotated[int, typer.Option(help="LoRA rank")] = 16,
     lr: Annotated[float, typer.Option(help="peak learning rate")] = 2e-4,
     fraction: Annotated[
@@ -208,6 +215,7 @@ def delta(
         stages=[("code-text", code_steps), ("commit", commit_steps), ("issue", issue_steps)],
         batch=batch,
         negatives=negatives,
+        batching=batching,
         rank=rank,
         alpha=2.0 * rank,
         lr=lr,
@@ -239,6 +247,12 @@ def delta(
             f"held-out issues ({', '.join(result.holdout_repos)}) at step {point['step']} "
             f"({seen or 'untuned'}): MRR {point['mrr']:.3f}, top-1 {point['top1']:.3f}, "
             f"top-3 {point['top3']:.3f} of {point['queries']}"
+            + (
+                f"; in the repository's pool of ~{point['repo_pool']}: MRR "
+                f"{point['repo_mrr']:.3f}, top-10 {point['repo_top10']:.3f}"
+                if "repo_mrr" in point
+                else ""
+            )
         )
     if not result.finished:
         typer.echo(

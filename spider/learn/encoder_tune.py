@@ -55,6 +55,7 @@ TARGET_MODULES = r".*encoder\.layer\.\d+\..*(query|key|value|dense)$"
 CHECKPOINT = "checkpoint.pt"
 STATE = "state.json"
 CURVE = "curve.jsonl"
+BATCHING = ("mixed", "repo")
 
 
 @dataclass
@@ -66,6 +67,7 @@ class TuneConfig:
     )  # (pair kind, optimiser steps)
     batch: int = 16
     negatives: int = 1  # hard negatives per query in a batch
+    batching: str = "mixed"  # "mixed": any pairs together; "repo": a batch from one repository
     rank: int = 16
     alpha: float = 32.0
     dropout: float = 0.05
@@ -151,19 +153,19 @@ def batch_loss(
     positive the target; positives of another pair of the same issue are masked."""
     torch = _torch()
     docs = [p.positive for p in batch]
-    owners = [i for i in range(len(batch))]
-    for i, p in enumerate(batch):
-        for neg in rng.sample(p.negatives, min(cfg.negatives, len(p.negatives))):
-            docs.append(neg)
-            owners.append(i)
+    for p in batch:
+        docs.extend(rng.sample(p.negatives, min(cfg.negatives, len(p.negatives))))
     q = _embed(model, tok, [p.query for p in batch], cfg.max_query_tokens, cfg.bf16)
     d = _embed(model, tok, docs, cfg.max_doc_tokens, cfg.bf16)
     scores = cfg.scale * q @ d.T
     mask = torch.zeros_like(scores, dtype=torch.bool)
     for i, p in enumerate(batch):
-        for j in range(len(batch)):
-            if j != i and batch[j].source == p.source and batch[j].kind != "code-text":
-                mask[i, j] = True  # the same issue's other edited function is no negative
+        for j, doc in enumerate(docs):
+            if j == i:
+                continue
+            same_issue = j < len(batch) and batch[j].source == p.source and p.kind != "code-text"
+            if same_issue or doc == p.positive:
+                mask[i, j] = True  # the issue's other edited function, or its own text again
     scores = scores.masked_fill(mask, -1e4)
     target = torch.arange(len(batch))
     return torch.nn.functional.cross_entropy(scores, target)
@@ -241,22 +243,44 @@ def split_holdout(
 
 
 def validate(model: Any, tok: Any, held: Sequence[Pair], cfg: TuneConfig) -> dict[str, float]:
-    """How the current model ranks each held-out pair's positive among itself and its hard
-    negatives (the fix commit's functions BM25 ranks highest): MRR, top-1 and top-3."""
+    """How the current model ranks each held-out pair's positive: among itself and its hard
+    negatives (the fix commit's functions BM25 ranks highest: ``mrr``, ``top1``, ``top3``),
+    and among every function of the scored pairs of the same repository (its own hard
+    negatives and other issues' functions, the issue's other edited functions left out:
+    ``repo_mrr``, ``repo_top10``), which is closer to retrieval over a whole repository."""
+    torch = _torch()
     sample = sorted(held, key=lambda p: hashlib.sha256(p.to_json().encode()).hexdigest())
     sample = [p for p in sample if p.negatives][: cfg.eval_queries]
     was_training = model.training
     model.eval()
-    widest = 1 + max((len(p.negatives) for p in sample), default=0)
-    ranks = _positive_ranks(model, tok, sample, cfg, widest)
+    queries = _vectors(model, tok, [p.query for p in sample], cfg.max_query_tokens, cfg.bf16)
+    texts = [t for p in sample for t in (p.positive, *p.negatives)]
+    docs = _vectors(model, tok, texts, cfg.max_doc_tokens, cfg.bf16)
     if was_training:
         model.train()
+    edited: dict[str, set[str]] = {}
+    pools: dict[str, set[str]] = {}
+    for p in sample:
+        edited.setdefault(p.source, set()).add(p.positive)
+        pools.setdefault(p.repo, set()).update((p.positive, *p.negatives))
+    ranks, repo_ranks = [], []
+    for p in sample:
+        q = queries[p.query]
+        own = float(docs[p.positive] @ q)
+        group = torch.stack([docs[t] for t in p.negatives]) @ q
+        ranks.append(1 + int((group > own).sum()))
+        pool = [t for t in pools[p.repo] if t not in edited[p.source]]
+        scores = torch.stack([docs[t] for t in pool]) @ q if pool else torch.zeros(0)
+        repo_ranks.append(1 + int((scores > own).sum()))
     n = max(1, len(ranks))
     return {
         "queries": len(ranks),
         "mrr": round(sum(1 / r for r in ranks) / n, 4),
         "top1": round(sum(r == 1 for r in ranks) / n, 4),
         "top3": round(sum(r <= 3 for r in ranks) / n, 4),
+        "repo_mrr": round(sum(1 / r for r in repo_ranks) / n, 4),
+        "repo_top10": round(sum(r <= 10 for r in repo_ranks) / n, 4),
+        "repo_pool": round(sum(len(v) for v in pools.values()) / max(1, len(pools))),
     }
 
 
@@ -287,10 +311,49 @@ def read_curve(work: Path) -> list[dict[str, Any]]:
     return [points[k] for k in sorted(points)]
 
 
-def _batches(pairs: Sequence[Pair], batch: int, rng: random.Random) -> list[list[Pair]]:
+def _batches(
+    pairs: Sequence[Pair], batch: int, rng: random.Random, by_repo: bool = False
+) -> list[list[Pair]]:
+    """One epoch's batches. ``by_repo``: each repository's pairs fill batches of their own
+    (its other issues' functions are the in-batch negatives, as hard as the task's), an
+    issue's pairs spread over different batches; what is left over is batched mixed."""
     order = list(pairs)
     rng.shuffle(order)
-    return [order[i : i + batch] for i in range(0, len(order) - batch + 1, batch)]
+    if not by_repo:
+        return [order[i : i + batch] for i in range(0, len(order) - batch + 1, batch)]
+    repos: dict[str, list[Pair]] = {}
+    for p in order:
+        repos.setdefault(p.repo, []).append(p)
+    out: list[list[Pair]] = []
+    rest: list[Pair] = []
+    for rows in repos.values():
+        rows = _interleave_sources(rows)
+        full = len(rows) - len(rows) % batch
+        out.extend(rows[i : i + batch] for i in range(0, full, batch))
+        rest.extend(rows[full:])
+    rng.shuffle(rest)
+    out.extend(rest[i : i + batch] for i in range(0, len(rest) - batch + 1, batch))
+    rng.shuffle(out)
+    return out
+
+
+def _epoch(data: Sequence[Pair], cfg: TuneConfig, kind: str, n: int) -> list[list[Pair]]:
+    """Epoch ``n``'s batches of a stage (seeded, so a resumed run draws the same ones)."""
+    rng = random.Random(f"{cfg.seed}:{kind}:{n}")
+    return _batches(data, cfg.batch, rng, by_repo=cfg.batching == "repo")
+
+
+def _interleave_sources(rows: Sequence[Pair]) -> list[Pair]:
+    """Round-robin over the issues (sources), so an issue's pairs land in different batches."""
+    by_source: dict[str, list[Pair]] = {}
+    for p in rows:
+        by_source.setdefault(p.source, []).append(p)
+    queues = list(by_source.values())
+    out: list[Pair] = []
+    while queues:
+        out.extend(q.pop(0) for q in queues)
+        queues = [q for q in queues if q]
+    return out
 
 
 def _schedule(step: int, total: int, warmup: int) -> float:
@@ -313,6 +376,8 @@ def tune(
 
     ``budget_s`` stops after that many seconds at a checkpoint (run again to go on)."""
     torch = _torch()
+    if cfg.batching not in BATCHING:
+        raise InputError(f"batching is one of {', '.join(BATCHING)}, not {cfg.batching!r}")
     torch.manual_seed(cfg.seed)
     work.mkdir(parents=True, exist_ok=True)
     pairs, held, held_repos = split_holdout(pairs, cfg.holdout, cfg.seed)
@@ -354,16 +419,14 @@ def tune(
             log.warning("stage %s: %d pairs, fewer than a batch; skipped", kind, len(data))
             offset += steps
             continue
-        epoch_batches: list[list[Pair]] = []
         epoch = 0
+        epoch_batches = _epoch(data, cfg, kind, epoch)
+        per_epoch = len(epoch_batches)  # the same every epoch: it depends on counts only
         while step < offset + steps:
             local = step - offset
-            per_epoch = len(data) // cfg.batch
-            if not epoch_batches or local // per_epoch != epoch:
+            if local // per_epoch != epoch:
                 epoch = local // per_epoch
-                epoch_batches = _batches(
-                    data, cfg.batch, random.Random(f"{cfg.seed}:{kind}:{epoch}")
-                )
+                epoch_batches = _epoch(data, cfg, kind, epoch)
             batch = epoch_batches[local % per_epoch]
             for g in opt.param_groups:
                 g["lr"] = cfg.lr * _schedule(local, steps, cfg.warmup)
@@ -424,6 +487,8 @@ def _config_key(cfg: TuneConfig) -> dict[str, Any]:
     for how_often in ("checkpoint_every", "eval_every", "eval_queries"):  # not how it trains
         d.pop(how_often)
     d["stages"] = [list(s) for s in cfg.stages]
+    if d["batching"] == "mixed":  # runs from before the option resume as they were
+        d.pop("batching")
     return d
 
 

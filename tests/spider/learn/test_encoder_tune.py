@@ -171,3 +171,65 @@ def test_train_delta_command_runs_three_stages_and_reports_its_curve(tmp_path: P
     assert "zeta/z" not in delta.meta["trained_on"]["repositories"]
     assert [p["step"] for p in delta.meta["curve"]] == [0, 1, 2, 3]
     assert delta.meta["config"]["stages"] == [["code-text", 1], ["commit", 1], ["issue", 1]]
+
+
+def _many_repos() -> list[Pair]:
+    """Three repositories of 5, 4 and 3 pairs; issue ``r-0`` edits two functions."""
+    rows = []
+    for repo, n in (("a/a", 5), ("b/b", 4), ("c/c", 3)):
+        for i in range(n):
+            source = f"{repo}-{min(i, n - 2)}"  # the last two pairs share an issue
+            rows.append(Pair("issue", repo, source, f"q {repo} {i}", f"d {repo} {i}", ["n"]))
+    return rows
+
+
+def test_repository_batches_draw_from_one_repository_and_spread_an_issue() -> None:
+    import random
+
+    from spider.learn.encoder_tune import _batches
+
+    rows = _many_repos()
+    batches = _batches(rows, 2, random.Random(1), by_repo=True)
+    whole = [b for b in batches if len({p.repo for p in b}) == 1]
+    assert len(whole) == 2 + 2 + 1  # a/a: 2 full batches, b/b: 2, c/c: 1
+    assert len(batches) == 6  # the three left over (one per repository) make one mixed batch
+    assert all(len({p.source for p in b}) == len(b) for b in whole)  # an issue's pairs apart
+    counts = {len(_batches(rows, 2, random.Random(s), by_repo=True)) for s in range(5)}
+    assert counts == {6}  # an epoch's length depends on counts only: runs resume by step
+    mixed = _batches(rows, 2, random.Random(1))
+    assert len(mixed) == 6 and sorted(p.query for b in mixed for p in b) == sorted(
+        p.query for p in rows
+    )
+
+
+def test_a_run_with_repository_batches_and_more_negatives_trains_and_validates(
+    tmp_path: Path,
+) -> None:
+    cfg = _cfg(holdout=0.4, eval_every=2, consistency=False, batching="repo", negatives=2)
+    _, result = tune(_two_repos(), bundled_model_path(), tmp_path / "work", cfg)
+    assert result.finished and all(np.isfinite(result.losses))
+    for point in result.curve:  # the pool: zeta/z's four functions, the issue's own left out
+        assert point["repo_pool"] == 4 and 0 < point["repo_mrr"] <= 1
+        assert point["repo_mrr"] <= point["mrr"] + 1e-9 or point["repo_top10"] == 1
+    with pytest.raises(InputError, match="batching is one of mixed, repo"):
+        tune(_two_repos(), bundled_model_path(), tmp_path / "w2", _cfg(batching="file"))
+
+
+def test_a_negative_with_the_positives_own_text_is_masked() -> None:
+    import random
+
+    import torch
+
+    from spider.learn.encoder_tune import batch_loss, load_trainable
+
+    docs = [d for _, d in CODE]
+    cfg = _cfg(negatives=1)
+    model, tok = load_trainable(bundled_model_path(), cfg)
+    model.eval()
+    # the only negative is the positive's own text (the same function under two names):
+    # masked, the target is alone in its row and the loss is 0; counted, it would be log 2
+    twin = [Pair("issue", "acme/m", "i1", ISSUE, docs[1], [docs[1]])]
+    near = [Pair("issue", "acme/m", "i1", ISSUE, docs[1], [docs[1] + "\n"])]  # another text
+    with torch.no_grad():
+        assert float(batch_loss(model, tok, twin, cfg, random.Random(0))) == pytest.approx(0.0)
+        assert float(batch_loss(model, tok, near, cfg, random.Random(0))) > 0.3
