@@ -192,7 +192,15 @@ def delta(
             help="drop issue pairs the untuned model ranks last among their negatives",
         ),
     ] = True,
-    bf16: Annotated[bool, typer.Option("--bf16/--fp32", help="bfloat16 autocast")] = True,
+    bf16: Annotated[
+        bool | None,
+        typer.Option(
+            "--bf16/--fp32",
+            help="bfloat16 autocast [default: where the CPU multiplies bf16 natively (AMX, "
+            "AVX-512 BF16); elsewhere it is emulated and several times slower than fp32]",
+            show_default=False,
+        ),
+    ] = None,
     budget_minutes: Annotated[
         float | None, typer.Option(help="stop at a checkpoint after this long (run again)")
     ] = None,
@@ -203,6 +211,7 @@ def delta(
 ) -> None:
     """Tune both sides of the bundled encoder (LoRA) on the pairs: code-text first, then
     issues; write the delta (WORK/encoder_delta.npz, or the shipped file)."""
+    from spider.cpu import has_native_bf16
     from spider.learn.encoder_tune import TuneConfig, tune, write_delta
     from spider.learn.excluded import excluded_repos
     from spider.learn.pairs import read_pair_folder
@@ -224,7 +233,7 @@ def delta(
         eval_every=eval_every,
         seed=seed,
         consistency=consistency,
-        bf16=bf16,
+        bf16=has_native_bf16() if bf16 is None else bf16,
     )
     try:
         data = read_pair_folder(pairs_dir, excluded_repos(excluded))

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from spider.cpu import has_native_bf16
 from spider.errors import InputError
 from spider.learn.encoder_tune import (
     CHECKPOINT,
@@ -161,7 +162,7 @@ def test_train_delta_command_runs_three_stages_and_reports_its_curve(tmp_path: P
         app,
         ["train", "delta", "--pairs", str(pairs), "--work", str(work), "--code-steps", "1",
          "--commit-steps", "1", "--issue-steps", "1", "--batch", "2", "--rank", "4",
-         "--holdout", "0.4", "--eval-every", "1", "--no-consistency", "--fp32", "--no-progress"],
+         "--holdout", "0.4", "--eval-every", "1", "--no-consistency", "--no-progress"],
     )  # fmt: skip
     assert out.exit_code == 0, out.output
     assert "held-out issues (zeta/z) at step 0 (untuned): MRR" in out.output
@@ -171,6 +172,8 @@ def test_train_delta_command_runs_three_stages_and_reports_its_curve(tmp_path: P
     assert "zeta/z" not in delta.meta["trained_on"]["repositories"]
     assert [p["step"] for p in delta.meta["curve"]] == [0, 1, 2, 3]
     assert delta.meta["config"]["stages"] == [["code-text", 1], ["commit", 1], ["issue", 1]]
+    # bf16 only where the CPU multiplies it natively: emulated, it is ~7x slower than fp32
+    assert delta.meta["config"]["bf16"] is has_native_bf16()
 
 
 def _many_repos() -> list[Pair]:
