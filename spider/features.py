@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from spider.errors import FeatureInputsMissing
+from spider.ids import short_name
 from spider.retrieve.signals import STRENGTH, looks_like_code
 from spider.retrieve.tokenize import split_identifier
 
@@ -63,6 +64,14 @@ HEAD_FEATURES = (
 # itself (which words of the issue the function's name and body hold, where it sits in
 # the graph relative to what the issue names, its file's standing), plus a few per-issue
 # constants so that the trees can condition on the kind of issue.
+# History at inference (spider.retrieve.history): what earlier commits that edited the
+# function, or touched its file, said, against the issue (BM25), and how many there were.
+HISTORY_FEATURES = (
+    "history_share",  # BM25 of the function's earlier commit messages / the best function's
+    "log_history_commits",  # earlier commits that edited the function (log1p)
+    "file_history_share",  # the same for its file's commits / the best file's
+    "log_file_history_commits",  # earlier commits that touched its file (log1p)
+)
 SIGNAL_KINDS = tuple(STRENGTH)  # frame, qualified, backtick, name, member, component, file
 RANKER_FEATURES = (
     *HEAD_FEATURES,
@@ -88,6 +97,7 @@ RANKER_FEATURES = (
     "log_issue_chars",  # length of the issue (per issue)
     "issue_frames",  # stack frames in the issue (per issue)
     "issue_code_words",  # code-shaped words in the issue (log1p, per issue)
+    *HISTORY_FEATURES,
 )
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Dense ranks the pool ranker reads *within its pool*, not among all functions: a cold
@@ -119,11 +129,6 @@ _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 def log_rank(rank: float) -> float:
     """``log(rank)`` with the rank clamped to ``[1, RANK_CAP]``."""
     return math.log(min(max(float(rank), 1.0), RANK_CAP))
-
-
-def short_name(qualified: str) -> str:
-    """The last component of a qualified name, without an overload suffix (``#2``)."""
-    return qualified.split("#")[0].split(".")[-1]
 
 
 # -- head re-ranker ---------------------------------------------------------------------
@@ -206,8 +211,17 @@ def _file_stem(path: str) -> str:
     return base.rsplit(".", 1)[0] if "." in base else base
 
 
-def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: Issue) -> np.ndarray:
-    """Feature rows (``RANKER_FEATURES`` order) for the function indices ``items`` of ``fs``."""
+def ranker_features(
+    index: Index,
+    fs: FirstStage,
+    items: Sequence[int],
+    issue: Issue,
+    *,
+    history: bool = True,
+) -> np.ndarray:
+    """Feature rows (``RANKER_FEATURES`` order) for the function indices ``items`` of ``fs``;
+    ``history=False`` leaves the :data:`HISTORY_FEATURES` at 0 (a model that never reads
+    them need not read the repository's history)."""
     items = [int(i) for i in items]
     head = head_features(index, fs, items, issue)
     n_items = len(items)
@@ -303,7 +317,26 @@ def ranker_features(index: Index, fs: FirstStage, items: Sequence[int], issue: I
     out[:, col["log_issue_chars"]] = math.log(max(len(text), 1))
     out[:, col["issue_frames"]] = float(frames)
     out[:, col["issue_code_words"]] = math.log1p(len(code_words))
+    if history:
+        first = col[HISTORY_FEATURES[0]]
+        history_features(index, text, items, out[:, first : first + len(HISTORY_FEATURES)])
     return out
+
+
+def history_features(index: Index, query: str, items: Sequence[int], out: np.ndarray) -> None:
+    """Fill ``out`` (rows = ``items``, columns = :data:`HISTORY_FEATURES`) from the index's
+    history: each score as a share of the best function's (file's), counts as log1p."""
+    hist = index.history()
+    if not hist.commits:
+        return
+    rows = np.asarray(items, dtype=np.int64)
+    files = index.file_of()[rows]
+    for j, level, at in ((0, "function", rows), (2, "file", files)):
+        scores = hist.scores(query, level)
+        top = float(scores.max()) if len(scores) else 0.0
+        if top > 0:
+            out[:, j] = scores[at] / top
+        out[:, j + 1] = np.log1p(hist.counts(level)[at])
 
 
 def pool_relative(x: np.ndarray) -> np.ndarray:

@@ -17,6 +17,11 @@ DUPLICATE_SUFFIX = re.compile(r"#\d+$")
 QUALIFIER_SEP = "."  # the graph joins qualified names with dots in every language
 
 
+def short_name(qualified: str) -> str:
+    """The last component of a qualified name, without an overload suffix (``#2``)."""
+    return qualified.split("#")[0].split(".")[-1]
+
+
 def normalise_id(node_id: str) -> str:
     """Strip a ``#n`` duplicate suffix (string-level normalisation, no graph needed)."""
     return DUPLICATE_SUFFIX.sub("", node_id.strip())

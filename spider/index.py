@@ -23,6 +23,7 @@ from spider.errors import IndexFormatError
 from spider.graph import build_graph
 from spider.graph.model import CodeGraph
 from spider.graph.outline_cache import open_outline_cache
+from spider.ids import short_name
 from spider.progress import (
     EMBEDDING,
     EMBEDDING_POOL,
@@ -36,6 +37,7 @@ from spider.progress import (
 from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cache import LazyStore
 from spider.retrieve.dense import Encoder, settings_model_id
+from spider.retrieve.history import FunctionHistory, load_history
 from spider.retrieve.signals import NameTable
 from spider.retrieve.tokenize import code_tokens
 from spider.settings import EngineSettings
@@ -104,6 +106,8 @@ class Index:
     _pooled: dict[int, np.ndarray] = field(default_factory=dict)  # cold path: rows embedded
     _tokens: list[list[str]] | None = None
     cache_key: str | None = None  # the commit's graph cache key: derived indexes persist by it
+    git_dir: Path | None = None  # the repository the commit was read from (its history)
+    _history: FunctionHistory | None = None
 
     @property
     def commit(self) -> str | None:
@@ -296,6 +300,28 @@ class Index:
         ended(self.progress, LEXICAL)
         return index
 
+    def history(self) -> FunctionHistory:
+        """What earlier commits said about each function and file (read once; empty
+        without a git repository or with ``history_commits`` 0)."""
+        if self._history is None:
+            t0 = time.perf_counter()
+            g = self.graph.g
+            keys = [
+                (g.nodes[n].get("path", ""), short_name(g.nodes[n].get("name", "")))
+                for n in self.function_ids
+            ]
+            self._history = load_history(
+                self.git_dir,
+                self.commit,
+                self.settings.history_commits,
+                self.settings.cache_dir,
+                keys,
+                self._file_index()[0],
+            )
+            self.stats["history_seconds"] = round(time.perf_counter() - t0, 3)
+            self.stats["history_commits"] = self._history.commits
+        return self._history
+
     def file_lexical(self) -> LexicalIndex:
         """BM25 over whole files (path + every function in it), one document per file."""
         return self._file_index()[2]
@@ -313,6 +339,17 @@ class Index:
             )
             self.stats["bm25_seconds"] = round(time.perf_counter() - t0, 3)
         return self._lexical
+
+
+def history_dir(source: SourceTree) -> Path | None:
+    """Where the history of ``source``'s commit can be read: a git repository, or a
+    working tree's; None for a folder without git."""
+    if isinstance(source, GitSource):
+        return source.git_dir
+    root = getattr(source, "root", None)
+    if isinstance(root, Path) and source.commit and (root / ".git").exists():
+        return root
+    return None
 
 
 def load_or_build_graph(
@@ -333,9 +370,7 @@ def load_or_build_graph(
                 log.warning("rebuilding graph: %s", exc)
     outlines = open_outline_cache(settings.cache_dir / "outlines") if cache_path else None
     try:
-        graph = build_graph(
-            source, settings, steps(progress, PARSING), outlines
-        )
+        graph = build_graph(source, settings, steps(progress, PARSING), outlines)
     finally:
         if outlines is not None:
             outlines.close()
@@ -368,6 +403,7 @@ def build_index(
     functions = graph.functions()
     index = Index(graph=graph, settings=settings, function_ids=functions, progress=progress)
     index.cache_key = commit_key(source, settings)
+    index.git_dir = history_dir(source)
     index.stats.update(
         graph_seconds=round(time.perf_counter() - t0, 3),
         graph_cached=cached,

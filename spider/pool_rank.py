@@ -23,7 +23,7 @@ LightGBM's own ``predict`` on the same rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -33,7 +33,7 @@ import numpy as np
 
 from spider.calibration import Calibration
 from spider.errors import WeightsFormatError
-from spider.features import RANKER_FEATURES, ranker_features
+from spider.features import HISTORY_FEATURES, RANKER_FEATURES, ranker_features
 from spider.weights import SCHEMA_VERSION, read_checked
 
 if TYPE_CHECKING:
@@ -187,7 +187,9 @@ class PoolRanker:
         path = Path(path)
         data = read_checked(path, kind=MODEL_KIND, regenerate=REGENERATE)
         hint = f"regenerate it with `{REGENERATE}`"
-        if list(data.get("features", [])) != list(RANKER_FEATURES):
+        names = list(data.get("features", []))
+        # a file fitted before features were appended reads the ones it knows
+        if not names or names != list(RANKER_FEATURES[: len(names)]):
             raise WeightsFormatError(
                 f"{path}: fitted on other features than this engine computes; {hint}"
             )
@@ -198,10 +200,10 @@ class PoolRanker:
             ensemble = TreeEnsemble.from_dict(trees)
         except (KeyError, TypeError, ValueError) as exc:
             raise WeightsFormatError(f"{path}: unreadable trees ({exc}); {hint}") from exc
-        if ensemble.n_features != len(RANKER_FEATURES):
+        if ensemble.n_features != len(names):
             raise WeightsFormatError(
                 f"{path}: trees over {ensemble.n_features} features, not "
-                f"{len(RANKER_FEATURES)}; {hint}"
+                f"the {len(names)} it names; {hint}"
             )
         depth = data.get("depth", DEFAULT_DEPTH)
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
@@ -226,6 +228,11 @@ class PoolRanker:
             if k not in ("schema", "kind", "features", "trees", "depth", "calibration", "prior")
         }
         return cls(ensemble, depth, calibration, meta, float(prior))
+
+    def reads(self, names: Sequence[str]) -> bool:
+        """Whether any tree splits on one of the features ``names``."""
+        cols = [RANKER_FEATURES.index(n) for n in names]
+        return bool(np.isin(self.trees.feature, cols).any())  # beyond n_features: never
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         """The model's score for each row of ``features`` (columns ``RANKER_FEATURES``)."""
@@ -274,6 +281,9 @@ def rank_pool(
     head = fs.order[:depth]
     if len(head) == 0:
         return fs.order, np.zeros(0)
-    scores = ranker.scores(ranker_features(index, fs, [int(i) for i in head], issue))
+    rows = ranker_features(
+        index, fs, [int(i) for i in head], issue, history=ranker.reads(HISTORY_FEATURES)
+    )
+    scores = ranker.scores(rows)
     by = np.argsort(-scores, kind="stable")
     return np.concatenate([head[by], fs.order[depth:]]), scores[by]

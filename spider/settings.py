@@ -32,6 +32,7 @@ def onnx_exportable(model: str) -> bool:
     (a hub name would need a download, which the ONNX exporter never does)."""
     return not model or Path(model).is_dir()
 
+
 # The pool a first visit embeds. On the 86 Lite dev instances (2026-12-02, fp32 vectors) the
 # default ranking's Recall@20 was 0.660 from the full index, 0.639 from a pool of 300 and
 # 0.662 from 1,000; 1,000 functions cost ~4 s in bf16 (~13 s in fp32) on 2 cores.
@@ -251,6 +252,13 @@ class EngineSettings(BaseSettings):
         "torch-bf16 on CPUs with native bf16 (AMX, AVX-512 BF16), else onnx. README: "
         "throughput and Recall@20 of each; the cache keeps them apart",
     )
+    history_commits: int = Field(
+        2000,
+        ge=0,
+        description="history at inference: the last N commits before the indexed one are "
+        "read for what they said about each function they edited (read only when the pool "
+        "ranker uses it; needs the repository's history, not a shallow clone); 0 = off",
+    )
     cold_pool: int = Field(
         0,
         ge=0,
@@ -288,7 +296,8 @@ class EngineSettings(BaseSettings):
         "expansion over contains and invokes edges is on; never logged",
     )
     anthropic_base_url: str = Field(
-        "https://api.anthropic.com", description="the Messages API's base URL (a proxy, a test fake)"
+        "https://api.anthropic.com",
+        description="the Messages API's base URL (a proxy, a test fake)",
     )
     anthropic_model: str = Field(
         "claude-sonnet-4-20250514", description="the Claude model that judges (paper: Sonnet 4)"
@@ -386,9 +395,7 @@ class EngineSettings(BaseSettings):
     @property
     def expands(self) -> bool:
         """Whether graph expansion runs at all (some edge type and at least one centre)."""
-        return (
-            bool(self.expansion_edges()) and self.centres > 0 and self.selector_name != "none"
-        )
+        return bool(self.expansion_edges()) and self.centres > 0 and self.selector_name != "none"
 
 
 def _is_test_glob(glob: str) -> bool:

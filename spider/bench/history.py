@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from spider.commit_messages import FIX_WORD, ISSUE_REF, SQUASH_PR_SUFFIX, clean_message
 from spider.dataset import Instance
 from spider.errors import NoSourceFiles, SpiderError
 from spider.graph.model import CodeGraph
@@ -41,21 +41,6 @@ MIN_QUERY_CHARS = 12  # after cleaning, shorter messages say nothing to search w
 RECORD_SEP = "\x1e"
 FIELD_SEP = "\x00"
 
-ISSUE_REF = re.compile(r"(?<![\w/])(?:[\w.-]+/[\w.-]+)?#\d+\b|\bGH-\d+\b", re.IGNORECASE)
-FIX_WORD = re.compile(r"\b(?:fix(?:e[sd]|ing)?|bug(?:s|fix(?:es)?)?|hotfix)\b", re.IGNORECASE)
-ISSUE_URL = re.compile(r"https?://\S+/(?:issues|pull|pulls|merge_requests)/\d+\S*", re.IGNORECASE)
-COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b")
-TRAILER = re.compile(r"^\s*[A-Za-z][A-Za-z0-9-]*(?:-[Bb]y|-[Ii]d|-[Tt]o)\s*:", re.MULTILINE)
-KNOWN_TRAILER_KEYS = (
-    "signed-off-by", "co-authored-by", "reviewed-by", "acked-by", "tested-by", "reported-by",
-    "suggested-by", "helped-by", "cc", "change-id", "reviewed-on", "pr-url", "bug", "closes",
-    "fixes", "resolves", "see-also", "refs", "ref", "issue",
-)  # fmt: skip
-SQUASH_PR_SUFFIX = re.compile(r"\s*\(#\d+\)\s*$")  # "Subject (#123)" of a squash merge
-EMPTY_BRACKETS = re.compile(
-    r"(?<!\w)(?:\(\s*[,;]?\s*\)|\[\s*\])"
-)  # left by removed refs, not calls
-
 
 @dataclass(frozen=True)
 class Commit:
@@ -77,26 +62,6 @@ def is_fix_message(message: str) -> bool:
     subject = SQUASH_PR_SUFFIX.sub("", subject)
     text = f"{subject}\n{body}"
     return bool(ISSUE_REF.search(text) or FIX_WORD.search(text))
-
-
-def _is_trailer(line: str) -> bool:
-    key, sep, _ = line.partition(":")
-    return bool(sep) and (key.strip().lower() in KNOWN_TRAILER_KEYS or bool(TRAILER.match(line)))
-
-
-def clean_message(message: str) -> str:
-    """The query of a fix commit: trailers, issue numbers, links and hashes removed."""
-    subject, *rest = message.strip().splitlines() or [""]
-    lines = [subject, *(ln for ln in rest if not _is_trailer(ln))]
-    text = "\n".join(lines)
-    text = ISSUE_URL.sub("", text)
-    text = ISSUE_REF.sub("", text)
-    text = COMMIT_HASH.sub("", text)
-    text = EMPTY_BRACKETS.sub("", text)
-    text = re.sub(r"[ \t]+", " ", text)
-    text = re.sub(r" +([,.;:)])", r"\1", text)
-    text = re.sub(r"\n{3,}", "\n\n", text)
-    return "\n".join(ln.strip() for ln in text.splitlines()).strip()
 
 
 def iter_commits(

@@ -167,8 +167,15 @@ def _fit_dev(
 ) -> None:
     """:func:`run_fit` on the rows of ``dataset`` (``--only-repo`` applied), their
     repositories found through the ``--repos`` template: the dev-data commands' one body."""
-    run_fit(spec, _instances(dataset, only_repo), template_resolver(repos), settings, out,
-            write_weights=write_weights, weights_file=weights_file)
+    run_fit(
+        spec,
+        _instances(dataset, only_repo),
+        template_resolver(repos),
+        settings,
+        out,
+        write_weights=write_weights,
+        weights_file=weights_file,
+    )
 
 
 def _instances(
@@ -255,6 +262,21 @@ def ranker(
             "bench history --mine-only`); a fold leaves out its held-out repositories' rows",
         ),
     ] = None,
+    without_families: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--without",
+            help="leave a feature family out of the fit (history), to measure what it adds",
+        ),
+    ] = None,
+    dev_dirs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--dev-corpus",
+            help="also score the fitted model on these pools (e.g. `spider train corpus "
+            "--warm` over a development set): chooses between models, never fits",
+        ),
+    ] = None,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it
     (spider/pool_ranker.json)."""
@@ -266,10 +288,13 @@ def ranker(
 
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
+        drop = without_families or []
         rows, bench = fitting.training_rows([r for d in corpus_dirs for r in read_corpus(d)])
         weak, weak_bench = fitting.training_rows(
             [r for d in weak_dirs or [] for r in read_corpus(d)]
         )
+        rows, weak = fitting.without(rows, drop), fitting.without(weak, drop)
+        dev = fitting.without([r for d in dev_dirs or [] for r in read_corpus(d)], drop)
         bench += weak_bench
         params, cv, calibration = fitting.cross_validate(rows, folds=folds, weak=weak)
         if curve:
@@ -282,15 +307,28 @@ def ranker(
     if weak:
         w = summarise(weak)
         cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
+    cv["without"] = drop
+    model = None
+    if write_weights or dev:
+        model = dataclasses.replace(fitting.fit([*rows, *weak], params), calibration=calibration)
+    if dev and model is not None:
+        try:
+            cv["dev"] = fitting.score_pools(model, dev)
+        except SpiderError as exc:
+            raise exit_error(str(exc)) from exc
     if out is not None:
         out.write_text(json.dumps(cv, indent=2) + "\n")
     typer.echo(
         json.dumps(
-            {k: cv[k] for k in ("chosen_by", "chosen", "learning_curve") if k in cv}, indent=2
+            {
+                k: cv[k]
+                for k in ("chosen_by", "chosen", "learning_curve", "without", "dev")
+                if k in cv
+            },
+            indent=2,
         )
     )
-    if write_weights:
-        model = dataclasses.replace(fitting.fit([*rows, *weak], params), calibration=calibration)
+    if write_weights and model is not None:
         target = fitting.write_ranker(weights_file or MODEL_FILE, model, cv, command_line(GROUP))
         typer.echo(f"wrote {target}")
 
@@ -440,8 +478,16 @@ def head(
         weights_file=WEIGHTS_FILE,
         min_repos=fitting.MIN_REPOS,
     )
-    _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(k, cache_dir),
-             write_weights=write_weights, weights_file=weights_file)
+    _fit_dev(
+        spec,
+        dataset,
+        repos,
+        out,
+        only_repo,
+        engine_settings(k, cache_dir),
+        write_weights=write_weights,
+        weights_file=weights_file,
+    )
 
 
 @train_app.command("calibration")
@@ -471,8 +517,16 @@ def calibration(
         write=lambda cv, _cv, command, path: calibrating.write_calibration(cv, command, path),
         weights_file=CALIBRATION_FILE,
     )
-    _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(k, cache_dir),
-             write_weights=write_weights, weights_file=weights_file)
+    _fit_dev(
+        spec,
+        dataset,
+        repos,
+        out,
+        only_repo,
+        engine_settings(k, cache_dir),
+        write_weights=write_weights,
+        weights_file=weights_file,
+    )
 
 
 @train_app.command("fusion")

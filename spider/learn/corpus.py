@@ -38,9 +38,10 @@ from spider.snapshot import RepoResolver, index_instance
 
 log = logging.getLogger(__name__)
 
-CORPUS_VERSION = 2  # bump when what an instance file holds changes
+CORPUS_VERSION = 3  # bump when what an instance file holds changes
 # Version 1 held global dense ranks; they become pool-relative on reading (POOL_RELATIVE).
-READABLE_VERSIONS = (1, CORPUS_VERSION)
+# Version 2 lacked the history features (HISTORY_FEATURES): its files are collected again.
+READABLE_VERSIONS = (1, 2, CORPUS_VERSION)
 DEFAULT_POOL = 200  # candidates kept per instance (the pool ranker's depth)
 DEFAULT_MAX_PER_REPO = 40  # one big project should not teach the ranker alone
 ERRORS_FILE = "errors.jsonl"

@@ -319,8 +319,7 @@ def issue_pairs(
     negs = [docs[i] for i in ranked[:negatives]]
     rng.shuffle(pos)
     return [
-        Pair(kind, inst.repo, inst.instance_id, query, docs[i], negs)
-        for i in pos[:max_positives]
+        Pair(kind, inst.repo, inst.instance_id, query, docs[i], negs) for i in pos[:max_positives]
     ]
 
 
@@ -441,7 +440,9 @@ def commit_queries(commits: Sequence[Instance], *, fragments: bool = True) -> li
         text = changelog_fragment(inst.patch) if fragments and inst.patch else ""
         if text:
             out.append(
-                replace(inst, instance_id=inst.instance_id + FRAGMENT_SUFFIX, problem_statement=text)
+                replace(
+                    inst, instance_id=inst.instance_id + FRAGMENT_SUFFIX, problem_statement=text
+                )
             )
     return out
 
@@ -465,4 +466,6 @@ def read_pair_folder(out: Path, excluded: frozenset[str]) -> dict[str, list[Pair
     found: dict[str, list[Pair]] = {"code-text": code}
     for kind, name in PAIR_FILES.items():
         found[kind] = read_pairs(out / name) if (out / name).exists() else []
-    return {kind: drop_excluded(rows, lambda p: p.repo, excluded)[0] for kind, rows in found.items()}
+    return {
+        kind: drop_excluded(rows, lambda p: p.repo, excluded)[0] for kind, rows in found.items()
+    }

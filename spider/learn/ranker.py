@@ -14,6 +14,7 @@ out-of-fold scores of the chosen settings.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ import numpy as np
 
 from spider.calibration import Calibration
 from spider.errors import InputError
+from spider.features import HISTORY_FEATURES, RANKER_FEATURES
 from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow
 from spider.learn.cv import repository_folds
 from spider.learn.model_file import Provenance, write_model_file
@@ -76,6 +78,59 @@ GRID: tuple[Params, ...] = tuple(
     for leaves in (3, 7)
     for trees in (50, 100, 200)
 )  # small trees, few rounds: a few hundred issues overfit 300 rounds of 7 leaves
+
+
+# feature families a fit can leave out (``spider train ranker --without``), to measure them
+FAMILIES: dict[str, tuple[str, ...]] = {"history": HISTORY_FEATURES}
+
+
+def without(rows: Sequence[CorpusRow], families: Sequence[str]) -> list[CorpusRow]:
+    """``rows`` with the columns of ``families`` set to 0: trees never split on a constant,
+    so a model fitted on them never reads those features."""
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise InputError(
+            f"unknown feature family {', '.join(unknown)}; known: {', '.join(FAMILIES)}"
+        )
+    cols = [RANKER_FEATURES.index(n) for f in families for n in FAMILIES[f]]
+    if not cols:
+        return list(rows)
+    out = []
+    for r in rows:
+        x = r.x.copy()
+        x[:, cols] = 0.0
+        out.append(dataclasses.replace(r, x=x))
+    return out
+
+
+def score_pools(model: PoolRanker, rows: Sequence[CorpusRow]) -> dict[str, Any]:
+    """``model`` against the first stage's order on pools it never saw (e.g. the
+    development sets' pools from ``spider train corpus --warm``): overall and per
+    repository. Benchmark repositories are welcome here: this only measures."""
+    before: list[dict[str, float]] = []
+    after: list[dict[str, float]] = []
+    per_repo: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]]] = {}
+    for r in rows:
+        if r.labels <= 0:
+            continue
+        order = np.argsort(-model.scores(r.x), kind="stable")
+        b, a = metrics(r.y, r.labels), metrics(r.y[order], r.labels)
+        before.append(b)
+        after.append(a)
+        mine = per_repo.setdefault(r.repo, ([], []))
+        mine[0].append(b)
+        mine[1].append(a)
+    if not after:
+        raise InputError("no pool to score: the corpus has no instance with a label")
+    return {
+        "instances": len(after),
+        "first_stage": mean_metrics(before),
+        "ranker": mean_metrics(after),
+        "by_repo": {
+            repo: {"n": len(b), "first_stage": mean_metrics(b), "ranker": mean_metrics(a)}
+            for repo, (b, a) in sorted(per_repo.items())
+        },
+    }
 
 
 def training_rows(rows: Sequence[CorpusRow]) -> tuple[list[CorpusRow], int]:

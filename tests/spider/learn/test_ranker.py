@@ -11,7 +11,7 @@ import pytest
 
 from spider.calibration import Calibration
 from spider.errors import InputError, WeightsFormatError
-from spider.features import RANKER_FEATURES
+from spider.features import HISTORY_FEATURES, RANKER_FEATURES
 from spider.learn.corpus import CorpusRow
 from spider.learn.platt import fit_platt
 from spider.learn.ranker import (
@@ -21,8 +21,10 @@ from spider.learn.ranker import (
     learning_curve,
     loro,
     metrics,
+    score_pools,
     training_rows,
     with_weak,
+    without,
 )
 from spider.pool_rank import PoolRanker, TreeEnsemble, dump_ranker
 
@@ -166,7 +168,8 @@ def test_model_file_round_trips(tmp_path: Path) -> None:
     [
         ({"schema": 2}, "schema 2"),
         ({"kind": "rerank"}, "not 'pool-ranker'"),
-        ({"features": ["log_rank"]}, "other features"),
+        ({"features": ["dense_cos", "log_rank"]}, "other features"),
+        ({"features": ["log_rank"]}, "not the 1 it names"),
         ({"trees": "not trees"}, "no trees"),
         (
             {
@@ -218,3 +221,54 @@ def test_weak_rows_teach_but_never_score_nor_leak_their_repository() -> None:
     assert mixed["instances"] == alone["instances"] == len(real)  # weak rows are never scored
     assert mixed["by_repo"]["o/r1"] != alone["by_repo"]["o/r1"]
     assert mixed["by_repo"]["o/r0"] == alone["by_repo"]["o/r0"]
+
+
+HIST = [RANKER_FEATURES.index(n) for n in HISTORY_FEATURES]
+
+
+def _history_row(seed: int, repo: str) -> CorpusRow:
+    """The edited candidate is the one whose earlier commits' messages match the issue."""
+    row = _blind(seed, repo)
+    x = row.x.copy()
+    x[:, HIST] = 0.0
+    x[np.flatnonzero(row.y)[0], HIST[0]] = 1.0
+    return replace(row, x=x)
+
+
+def test_a_family_left_out_is_never_read() -> None:
+    rows = [_history_row(i, f"o/r{i % 4}") for i in range(24)]
+    with_history = fit(rows, SMALL[0])
+    assert with_history.reads(HISTORY_FEATURES)
+    blind = without(rows, ["history"])
+    assert not any(r.x[:, HIST].any() for r in blind) and rows[0].x[:, HIST].any()
+    assert not fit(blind, SMALL[0]).reads(HISTORY_FEATURES)
+    assert all(a is b for a, b in zip(without(rows, []), rows, strict=True))
+    with pytest.raises(InputError, match="unknown feature family churn; known: history"):
+        without(rows, ["churn"])
+
+
+def test_score_pools_measures_on_pools_it_never_saw() -> None:
+    rows = [_history_row(i, f"o/r{i % 4}") for i in range(24)]
+    model = fit(rows[:16], SMALL[0])
+    bench = [replace(r, repo="psf/requests") for r in rows[16:]]
+    report = score_pools(model, bench)  # benchmark repositories may be measured
+    assert report["instances"] == 8 and set(report["by_repo"]) == {"psf/requests"}
+    assert report["ranker"]["R@1"] > report["first_stage"]["R@1"]
+    with pytest.raises(InputError, match="no pool to score"):
+        score_pools(model, [replace(r, labels=0) for r in bench])
+
+
+def test_an_older_model_file_reads_the_features_it_knows(tmp_path: Path) -> None:
+    """A file fitted before the history features existed names the first 42: it loads,
+    scores full rows, and never asks for history."""
+    old = len(RANKER_FEATURES) - len(HISTORY_FEATURES)
+    rows = [replace(r, x=r.x[:, :old]) for r in ROWS]
+    model = fit(rows, SMALL[0])
+    path = _write(tmp_path / "old.json", model, {})
+    body = json.loads(path.read_text())
+    body["features"] = list(RANKER_FEATURES[:old])
+    path.write_text(json.dumps(body))
+    loaded = PoolRanker.load(path)
+    assert loaded.trees.n_features == old and not loaded.reads(HISTORY_FEATURES)
+    full = ROWS[0].x
+    assert np.allclose(loaded.scores(full), model.scores(full[:, :old]))

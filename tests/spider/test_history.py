@@ -1,0 +1,198 @@
+"""History at inference: earlier commits' messages attached to the functions they edited,
+read from a real git repository the test creates, and the pool ranker's features from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spider.features import HISTORY_FEATURES, RANKER_FEATURES, ranker_features
+from spider.index import Index, build_index
+from spider.models import Issue
+from spider.retrieve import history as hist
+from spider.retrieve.first_stage import first_stage
+from spider.retrieve.history import CommitCache, header_name, recent_commits
+from spider.settings import EngineSettings
+from spider.source import DirectorySource, GitSource
+from tests.spider.bench.helpers import commit_files, git, init_repo
+
+CONFIG_V1 = """
+def load_config(path):
+    return open(path).read()
+
+
+def save_report(report, path):
+    with open(path, "w") as fh:
+        fh.write(report)
+
+
+class Loader:
+    def fetch(self, url):
+        return url
+"""
+
+CONFIG_V2 = CONFIG_V1.replace(
+    "    return open(path).read()", "    text = open(path).read()\n    return text or '{}'"
+)
+CONFIG_V3 = CONFIG_V2.replace('    with open(path, "w") as fh:', '    with open(path, "a") as fh:')
+JS = "export function parseUrl(url) {\n  return url;\n}\n"
+JS_V2 = "export function parseUrl(url) {\n  return url.replace(/\\/$/, '');\n}\n"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    path = init_repo(tmp_path_factory.mktemp("hist") / "repo")
+    shas = {
+        "add": commit_files(path, {"app/config.py": CONFIG_V1, "web/url.js": JS}, "Add loader"),
+        "empty": commit_files(
+            path,
+            {"app/config.py": CONFIG_V2},
+            "Fix crash when the configuration file is empty\n\nCloses #12\n"
+            "Signed-off-by: Someone <someone@example.com>",
+        ),
+        "report": commit_files(
+            path, {"app/config.py": CONFIG_V3}, "Append reports, never truncate"
+        ),
+        "slash": commit_files(path, {"web/url.js": JS_V2}, "Strip the trailing slash of URLs"),
+        "docs": commit_files(path, {"README.md": "words\n"}, "Document the loader"),
+    }
+    return path, shas
+
+
+def _index(repo_path: Path, tmp_path: Path, **settings: object) -> Index:
+    return build_index(
+        GitSource(repo_path, "HEAD"),
+        EngineSettings(cache_dir=tmp_path / "cache", first_stage="bm25", **settings),
+    )
+
+
+@pytest.mark.parametrize(
+    ("context", "name"),
+    [
+        (" def load_config(path):", "load_config"),
+        ("     async def fetch(self, url):", "fetch"),
+        (" func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {", "ServeHTTP"),
+        (" public static int parseInt(String s) {", "parseInt"),
+        (" export function parseUrl(url) {", "parseUrl"),
+        (" export const handler = async (event) => {", "handler"),
+        (" fn main() -> Result<()> {", "main"),
+        (" static int compare(const void *a, const void *b)", "compare"),
+        (" class Loader:", None),
+        (" if (ready) {", None),
+        ("", None),
+    ],
+)
+def test_header_name_reads_the_enclosing_function(context: str, name: str | None) -> None:
+    assert header_name(context) == name
+
+
+def test_commits_name_the_functions_they_edited(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, shas = repo
+    listed = recent_commits(path, shas["docs"], 10)
+    assert listed == [shas[k] for k in ("docs", "slash", "report", "empty", "add")]
+    cache = CommitCache(tmp_path)
+    edits = {e.sha: e for e in cache.read(path, listed)}
+    fix = edits[shas["empty"]]
+    assert fix.functions == (("app/config.py", "load_config"),)
+    assert fix.message.startswith("Fix crash when the configuration file is empty")
+    assert "#12" not in fix.message and "Signed-off-by" not in fix.message
+    assert edits[shas["report"]].functions == (("app/config.py", "save_report"),)
+    assert edits[shas["slash"]].functions == (("web/url.js", "parseUrl"),)
+    assert edits[shas["docs"]].files == ()  # no source file: nothing to attach
+    # the parse is cached by hash: a second read needs no repository at all
+    again = cache.read(tmp_path / "gone", listed)
+    assert [e.functions for e in again] == [edits[s].functions for s in listed]
+    cache.close()
+
+
+def test_a_sweep_commit_attaches_nothing(tmp_path: Path) -> None:
+    path = init_repo(tmp_path / "sweep")
+    files = {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(hist.MAX_FILES + 1)}
+    commit_files(path, files, "Add modules")
+    sha = commit_files(
+        path, {p: t.replace("return", "return 1 +") for p, t in files.items()}, "Reformat"
+    )
+    (edit,) = CommitCache(tmp_path / "c").read(path, [sha])
+    assert edit.files == () and edit.functions == ()
+
+
+def test_index_history_scores_the_functions_an_issue_recalls(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, _ = repo
+    index = _index(path, tmp_path)
+    history = index.history()
+    assert history.commits == 5 and index.stats["history_commits"] == 5
+    ids = index.function_ids
+    scores = history.scores("Loading crashes on an empty configuration file")
+    assert ids[int(np.argmax(scores))] == "app/config.py:load_config"
+    counts = dict(zip(ids, history.counts(), strict=True))
+    assert counts["app/config.py:load_config"] == 1 and counts["app/config.py:Loader.fetch"] == 0
+    files = history.counts("file")  # config.py: add, empty, report
+    assert sorted(files.tolist()) == [2.0, 3.0]
+
+
+def test_history_stops_at_the_indexed_commit(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, shas = repo
+    index = build_index(
+        GitSource(path, shas["add"]),
+        EngineSettings(cache_dir=tmp_path / "cache", first_stage="bm25"),
+    )
+    history = index.history()
+    assert history.commits == 1  # later commits are the future: never read
+    assert not history.scores("empty configuration file crash").any()
+
+
+def test_no_history_without_git_or_when_turned_off(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, _ = repo
+    off = _index(path, tmp_path, history_commits=0).history()
+    assert off.commits == 0 and not off.counts().any()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.py").write_text("def f():\n    return 1\n")
+    index = build_index(
+        DirectorySource(plain), EngineSettings(cache_dir=tmp_path / "c2", first_stage="bm25")
+    )
+    assert index.git_dir is None and index.history().commits == 0
+
+
+def test_a_working_tree_reads_its_own_history(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, _ = repo
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(path), str(clone))
+    index = build_index(
+        DirectorySource(clone), EngineSettings(cache_dir=tmp_path / "c3", first_stage="bm25")
+    )
+    assert index.git_dir == clone.resolve() and index.history().commits == 5
+
+
+def test_ranker_features_carry_history_only_when_asked(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, _ = repo
+    index = _index(path, tmp_path)
+    issue = Issue("Crash", "Loading crashes when the configuration file is empty.")
+    fs = first_stage(index, issue, index.settings)
+    items = list(range(len(index.function_ids)))
+    cols = [RANKER_FEATURES.index(n) for n in HISTORY_FEATURES]
+    x = ranker_features(index, fs, items, issue)
+    row = dict(zip(index.function_ids, x[:, cols], strict=True))
+    share, commits, file_share, file_commits = row["app/config.py:load_config"]
+    assert share == 1.0 and commits == pytest.approx(np.log1p(1))
+    assert file_share == 1.0 and file_commits == pytest.approx(np.log1p(3))
+    assert row["app/config.py:Loader.fetch"][0] == 0.0
+    assert row["web/url.js:parseUrl"][0] == 0.0 and row["web/url.js:parseUrl"][1] > 0
+    off = ranker_features(index, fs, items, issue, history=False)
+    assert not off[:, cols].any()
+    others = [j for j in range(len(RANKER_FEATURES)) if j not in cols]
+    assert np.array_equal(off[:, others], x[:, others])
