@@ -204,10 +204,15 @@ class CommitCache:
 
 
 def recent_commits(git_dir: Path, commit: str, limit: int) -> list[str]:
-    """The last ``limit`` non-merge commits reachable from ``commit`` (itself included),
-    newest first; [] when git cannot list them."""
+    """The last ``limit`` commits with one parent reachable from ``commit`` (itself
+    included), newest first; [] when git cannot list them. Merges repeat their branches'
+    commits; a root commit (the first one, or a shallow clone's boundary, which git shows
+    as adding every file) says nothing about one function."""
     try:
-        out = git(["rev-list", "--no-merges", f"--max-count={limit}", commit], git_dir)
+        out = git(
+            ["rev-list", "--no-merges", "--min-parents=1", f"--max-count={limit}", commit],
+            git_dir,
+        )
     except SourceError as exc:
         log.warning("no history for %s: %s", commit[:12], exc)
         return []

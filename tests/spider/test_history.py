@@ -93,7 +93,7 @@ def test_commits_name_the_functions_they_edited(
 ) -> None:
     path, shas = repo
     listed = recent_commits(path, shas["docs"], 10)
-    assert listed == [shas[k] for k in ("docs", "slash", "report", "empty", "add")]
+    assert listed == [shas[k] for k in ("docs", "slash", "report", "empty")]  # not the root
     cache = CommitCache(tmp_path)
     edits = {e.sha: e for e in cache.read(path, listed)}
     fix = edits[shas["empty"]]
@@ -126,14 +126,14 @@ def test_index_history_scores_the_functions_an_issue_recalls(
     path, _ = repo
     index = _index(path, tmp_path)
     history = index.history()
-    assert history.commits == 5 and index.stats["history_commits"] == 5
+    assert history.commits == 4 and index.stats["history_commits"] == 4
     ids = index.function_ids
     scores = history.scores("Loading crashes on an empty configuration file")
     assert ids[int(np.argmax(scores))] == "app/config.py:load_config"
     counts = dict(zip(ids, history.counts(), strict=True))
     assert counts["app/config.py:load_config"] == 1 and counts["app/config.py:Loader.fetch"] == 0
-    files = history.counts("file")  # config.py: add, empty, report
-    assert sorted(files.tolist()) == [2.0, 3.0]
+    files = history.counts("file")  # config.py: empty, report; url.js: slash
+    assert sorted(files.tolist()) == [1.0, 2.0]
 
 
 def test_history_stops_at_the_indexed_commit(
@@ -145,8 +145,13 @@ def test_history_stops_at_the_indexed_commit(
         EngineSettings(cache_dir=tmp_path / "cache", first_stage="bm25"),
     )
     history = index.history()
-    assert history.commits == 1  # later commits are the future: never read
+    assert history.commits == 0  # later commits are the future, the root says nothing
     assert not history.scores("empty configuration file crash").any()
+    second = build_index(
+        GitSource(path, shas["empty"]),
+        EngineSettings(cache_dir=tmp_path / "cache", first_stage="bm25"),
+    ).history()
+    assert second.commits == 1 and second.counts().sum() == 1
 
 
 def test_no_history_without_git_or_when_turned_off(
@@ -173,7 +178,19 @@ def test_a_working_tree_reads_its_own_history(
     index = build_index(
         DirectorySource(clone), EngineSettings(cache_dir=tmp_path / "c3", first_stage="bm25")
     )
-    assert index.git_dir == clone.resolve() and index.history().commits == 5
+    assert index.git_dir == clone.resolve() and index.history().commits == 4
+
+
+def test_a_shallow_clone_attaches_nothing_to_its_boundary(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, _ = repo
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth=1", path.resolve().as_uri(), str(shallow))
+    index = build_index(
+        DirectorySource(shallow), EngineSettings(cache_dir=tmp_path / "c4", first_stage="bm25")
+    )
+    assert index.history().commits == 0 and not index.history().counts("file").any()
 
 
 def test_ranker_features_carry_history_only_when_asked(
@@ -189,7 +206,7 @@ def test_ranker_features_carry_history_only_when_asked(
     row = dict(zip(index.function_ids, x[:, cols], strict=True))
     share, commits, file_share, file_commits = row["app/config.py:load_config"]
     assert share == 1.0 and commits == pytest.approx(np.log1p(1))
-    assert file_share == 1.0 and file_commits == pytest.approx(np.log1p(3))
+    assert file_share == 1.0 and file_commits == pytest.approx(np.log1p(2))
     assert row["app/config.py:Loader.fetch"][0] == 0.0
     assert row["web/url.js:parseUrl"][0] == 0.0 and row["web/url.js:parseUrl"][1] > 0
     off = ranker_features(index, fs, items, issue, history=False)
