@@ -69,8 +69,11 @@ HEAD_FEATURES = (
 HISTORY_FEATURES = (
     "history_share",  # BM25 of the function's earlier commit messages / the best function's
     "log_history_commits",  # earlier commits that edited the function (log1p)
+    "log_history_age",  # commits since one last edited it (log1p; all read when none did)
+    "log_history_rank",  # its rank among all functions by that BM25 (RANK_CAP when 0)
     "file_history_share",  # the same for its file's commits / the best file's
     "log_file_history_commits",  # earlier commits that touched its file (log1p)
+    "log_file_history_age",  # commits since one last touched its file (log1p)
 )
 SIGNAL_KINDS = tuple(STRENGTH)  # frame, qualified, backtick, name, member, component, file
 RANKER_FEATURES = (
@@ -325,18 +328,31 @@ def ranker_features(
 
 def history_features(index: Index, query: str, items: Sequence[int], out: np.ndarray) -> None:
     """Fill ``out`` (rows = ``items``, columns = :data:`HISTORY_FEATURES`) from the index's
-    history: each score as a share of the best function's (file's), counts as log1p."""
+    history: each score as a share of the best function's (file's), counts and ages as
+    log1p. Without any history every function reads as one no commit edited."""
     hist = index.history()
-    if not hist.commits:
+    col = {name: j for j, name in enumerate(HISTORY_FEATURES)}
+    if not hist.commits:  # no history to read (no git, a shallow clone): as if none edited
+        never = math.log1p(index.settings.history_commits)
+        out[:, col["log_history_age"]] = out[:, col["log_file_history_age"]] = never
+        out[:, col["log_history_rank"]] = math.log(RANK_CAP)
         return
     rows = np.asarray(items, dtype=np.int64)
     files = index.file_of()[rows]
-    for j, level, at in ((0, "function", rows), (2, "file", files)):
+    for prefix, level, at in (("", "function", rows), ("file_", "file", files)):
         scores = hist.scores(query, level)
         top = float(scores.max()) if len(scores) else 0.0
         if top > 0:
-            out[:, j] = scores[at] / top
-        out[:, j + 1] = np.log1p(hist.counts(level)[at])
+            out[:, col[f"{prefix}history_share"]] = scores[at] / top
+        out[:, col[f"log_{prefix}history_commits"]] = np.log1p(hist.counts(level)[at])
+        out[:, col[f"log_{prefix}history_age"]] = np.log1p(hist.age(level)[at])
+        if not prefix:
+            better = np.sort(-scores)  # ascending: best first
+            rank = 1 + np.searchsorted(better, -scores[at], side="left")
+            out[:, col["log_history_rank"]] = [
+                log_rank(r) if s > 0 else math.log(RANK_CAP)
+                for r, s in zip(rank, scores[at], strict=True)
+            ]
 
 
 def pool_relative(x: np.ndarray) -> np.ndarray:

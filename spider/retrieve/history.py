@@ -227,12 +227,13 @@ class FunctionHistory:
     function_messages: list[list[int]]  # per function (index order): message ids, newest first
     file_messages: list[list[int]]  # per file (the index's file order)
     messages: list[str]
+    positions: list[int] = field(default_factory=list)  # per message: its commit's age (0 = newest)
     _lexical: dict[str, tuple[np.ndarray, LexicalIndex]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls, functions: int, files: int) -> FunctionHistory:
         """No history (a working tree without git, a shallow clone, history turned off)."""
-        return cls(0, [[] for _ in range(functions)], [[] for _ in range(files)], [])
+        return cls(0, [[] for _ in range(functions)], [[] for _ in range(files)], [], [])
 
     @classmethod
     def from_commits(
@@ -250,6 +251,7 @@ class FunctionHistory:
         fn: list[list[int]] = [[] for _ in function_keys]
         fl: list[list[int]] = [[] for _ in file_paths]
         messages: list[str] = []
+        positions: list[int] = []
         n = 0
         for edit in edits:
             n += 1
@@ -257,18 +259,27 @@ class FunctionHistory:
                 continue
             m = len(messages)
             messages.append(edit.message)
+            positions.append(n - 1)
             for path in edit.files:
                 if (f := file_pos.get(path)) is not None:
                     fl[f].append(m)
             for key in edit.functions:
                 for i in by_key.get(key, ()):
                     fn[i].append(m)
-        return cls(n, fn, fl, messages)
+        return cls(n, fn, fl, messages, positions)
 
     def counts(self, level: str = "function") -> np.ndarray:
         """Commits that edited each function (or touched each file)."""
         lists = self.function_messages if level == "function" else self.file_messages
         return np.array([len(x) for x in lists], dtype=np.float64)
+
+    def age(self, level: str = "function") -> np.ndarray:
+        """How many commits back each function (file) was last edited: 0 = by the newest
+        commit read; ``commits`` where none of them edited it."""
+        lists = self.function_messages if level == "function" else self.file_messages
+        return np.array(
+            [self.positions[x[0]] if x else self.commits for x in lists], dtype=np.float64
+        )
 
     def scores(self, query: str, level: str = "function") -> np.ndarray:
         """BM25 of ``query`` against each function's (or file's) earlier messages; 0 where

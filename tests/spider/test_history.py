@@ -191,6 +191,13 @@ def test_a_shallow_clone_attaches_nothing_to_its_boundary(
         DirectorySource(shallow), EngineSettings(cache_dir=tmp_path / "c4", first_stage="bm25")
     )
     assert index.history().commits == 0 and not index.history().counts("file").any()
+    issue = Issue("Crash", "Loading crashes when the configuration file is empty.")
+    fs = first_stage(index, issue, index.settings)
+    x = ranker_features(index, fs, list(range(len(index.function_ids))), issue)
+    named = dict(zip(HISTORY_FEATURES, x[0, -len(HISTORY_FEATURES) :], strict=True))
+    assert named["history_share"] == 0 and named["log_history_commits"] == 0
+    assert named["log_history_age"] == pytest.approx(np.log1p(2000))  # as if none edited
+    assert named["log_history_rank"] == pytest.approx(np.log(1000))
 
 
 def test_ranker_features_carry_history_only_when_asked(
@@ -204,11 +211,23 @@ def test_ranker_features_carry_history_only_when_asked(
     cols = [RANKER_FEATURES.index(n) for n in HISTORY_FEATURES]
     x = ranker_features(index, fs, items, issue)
     row = dict(zip(index.function_ids, x[:, cols], strict=True))
-    share, commits, file_share, file_commits = row["app/config.py:load_config"]
-    assert share == 1.0 and commits == pytest.approx(np.log1p(1))
-    assert file_share == 1.0 and file_commits == pytest.approx(np.log1p(2))
-    assert row["app/config.py:Loader.fetch"][0] == 0.0
-    assert row["web/url.js:parseUrl"][0] == 0.0 and row["web/url.js:parseUrl"][1] > 0
+    named = {f: dict(zip(HISTORY_FEATURES, v, strict=True)) for f, v in row.items()}
+    load = named["app/config.py:load_config"]
+    assert load["history_share"] == 1.0 and load["log_history_commits"] == pytest.approx(
+        np.log1p(1)
+    )
+    assert load["log_history_rank"] == 0.0  # the best match: rank 1
+    assert load["log_history_age"] == pytest.approx(np.log1p(3))  # "empty": 3 commits back
+    assert load["file_history_share"] == 1.0
+    assert load["log_file_history_commits"] == pytest.approx(np.log1p(2))
+    assert load["log_file_history_age"] == pytest.approx(np.log1p(2))  # "report" is 2 back
+    fetch = named["app/config.py:Loader.fetch"]
+    assert fetch["history_share"] == 0.0 and fetch["log_history_commits"] == 0.0
+    assert fetch["log_history_rank"] == pytest.approx(np.log(1000))
+    assert fetch["log_history_age"] == pytest.approx(np.log1p(4))  # none of the 4 read
+    url = named["web/url.js:parseUrl"]
+    assert url["history_share"] == 0.0 and url["log_history_commits"] > 0
+    assert url["log_history_age"] == pytest.approx(np.log1p(1))
     off = ranker_features(index, fs, items, issue, history=False)
     assert not off[:, cols].any()
     others = [j for j in range(len(RANKER_FEATURES)) if j not in cols]
