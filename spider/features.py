@@ -374,7 +374,7 @@ def pool_features(fs: FirstStage, ids: Sequence[str], pool: int) -> dict[str, di
     for i in fs.order[:pool]:
         f: dict[str, float] = {}
         for name, ranks in fs.ranks.items():
-            if name not in ("signals", "file"):
+            if name not in ("signals", "file", "history"):
                 f[f"log_{name}_rank"] = log_rank(int(ranks[i]))
         f["signal"] = float(fs.signal[i]) if fs.signal is not None else 0.0
         out[ids[int(i)]] = f

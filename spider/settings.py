@@ -163,6 +163,12 @@ class EngineSettings(BaseSettings):
     fusion_file: float = Field(
         0.5, ge=0, description="weight of the file-level BM25 ranking of each function's file"
     )
+    fusion_history: float = Field(
+        0.0,
+        ge=0,
+        description="weight of history at inference in RRF: functions ranked by what earlier "
+        "commits that edited them said (BM25 against the issue; see history_commits)",
+    )
     fusion_signals: float = Field(
         2.0, ge=0, description="issue-signal bonus: a stack frame counts this x a rank-1 hit"
     )

@@ -25,6 +25,7 @@ from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cold import pooled_dense_scores
 from spider.retrieve.dense import Encoder
 from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.history import FunctionHistory
 from spider.retrieve.query import best_cosine, issue_queries, query_vectors
 from spider.retrieve.signals import NameTable, extract_signals, signal_bonus, signal_scores
 
@@ -57,6 +58,8 @@ class Rankable(Protocol):
     def file_of(self) -> np.ndarray: ...
 
     def name_table(self) -> NameTable: ...
+
+    def history(self) -> FunctionHistory: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -235,6 +238,12 @@ def first_stage(
             ranks["file"] = file_ranks[index.file_of()]
             lists.append(ranks["file"])
             weights.append(settings.fusion_file)
+        if settings.fusion_history > 0 and len(index.function_ids):
+            said = index.history().scores(text)
+            ranks["history"] = np.where(said > 0, ranks_from_scores(said), 0)
+            # a function no earlier message matches adds nothing (not a rank at the tail)
+            lists.append(np.where(said > 0, ranks["history"], np.inf))
+            weights.append(settings.fusion_history)
         fused = reciprocal_rank_fusion(lists, weights, settings.fusion_k)
     else:
         fused = scores[settings.first_stage].astype(np.float64)

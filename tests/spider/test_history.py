@@ -232,3 +232,23 @@ def test_ranker_features_carry_history_only_when_asked(
     assert not off[:, cols].any()
     others = [j for j in range(len(RANKER_FEATURES)) if j not in cols]
     assert np.array_equal(off[:, others], x[:, others])
+
+
+def test_history_joins_the_fusion_on_request(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, _ = repo
+    index = build_index(GitSource(path, "HEAD"), EngineSettings(cache_dir=tmp_path / "cache"))
+    issue = Issue("Crash", "It crashes when the configuration file is empty.")
+    plain = first_stage(index, issue, index.settings)
+    assert "history" not in plain.ranks
+    fused = first_stage(index, issue, index.settings.model_copy(update={"fusion_history": 3.0}))
+    at = index.function_ids.index("app/config.py:load_config")
+    assert fused.ranks["history"][at] == 1
+    assert fused.ranks["history"][index.function_ids.index("app/config.py:Loader.fetch")] == 0
+    assert fused.rank[at] == 1
+    others = [i for i, r in enumerate(fused.ranks["history"]) if r == 0]
+    # functions no earlier message matches keep their relative order
+    assert sorted(others, key=lambda i: fused.rank[i]) == sorted(
+        others, key=lambda i: plain.rank[i]
+    )
