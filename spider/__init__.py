@@ -23,6 +23,7 @@ __all__ = [
     "build_index",
     "count_source_files",
     "fix_paths",
+    "history_depth",
     "locate",
     "match_fix",
     "normalise_id",
@@ -41,6 +42,7 @@ _LAZY = {
     "build_index": "spider.index",
     "count_source_files": "spider.graph",
     "fix_paths": "spider.fixes",
+    "history_depth": "spider.pool_rank",
     "locate": "spider.localize",
     "match_fix": "spider.fixes",
     "normalise_id": "spider.ids",
@@ -54,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from spider.index import Index, build_index
     from spider.localize import locate
     from spider.models import Hit, Issue, Localization, Reason
+    from spider.pool_rank import history_depth
     from spider.settings import EngineSettings
     from spider.source import GIT_ENV, open_source
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from spider.index import Index
     from spider.models import Issue
     from spider.retrieve.first_stage import FirstStage
+    from spider.settings import EngineSettings
 
 MODEL_FILE = Path(__file__).with_name("pool_ranker.json")
 MODEL_KIND = "pool-ranker"
@@ -266,6 +267,20 @@ def dump_ranker(
 def default_ranker() -> PoolRanker | None:
     """The shipped model, or None when no model file ships (the head model orders then)."""
     return PoolRanker.load() if MODEL_FILE.exists() else None
+
+
+def history_depth(settings: EngineSettings, ranker: PoolRanker | None = None) -> int:
+    """How many commits a checkout needs for the engine to read what it ranks with: the
+    commit alone (1), or with ``history_commits`` more when history at inference is read
+    (fused into the first stage, or a feature of the pool ranker: the shipped one unless
+    given)."""
+    if settings.history_commits <= 0:
+        return 1
+    if settings.fusion_history > 0:
+        return settings.history_commits + 1
+    ranker = ranker or (default_ranker() if settings.ranker == "pool" else None)
+    reads = ranker is not None and ranker.reads(HISTORY_FEATURES)
+    return settings.history_commits + 1 if reads else 1
 
 
 def rank_pool(

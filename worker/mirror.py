@@ -1,7 +1,9 @@
 """Bare mirrors of repositories, one per repository under ``SPIDER_CACHE_DIR/mirrors``.
 
 A job fetches the default branch's head (shallow: the engine reads one tree, and its
-embedding cache makes the next commit cheap) and then reads files through
+embedding cache makes the next commit cheap; as many commits more as the engine's history
+at inference reads, when it reads any, unless that makes the mirror too large) and then
+reads files through
 ``spider.source.GitSource`` (``ls-tree``/``cat-file``, no working tree). git runs with no
 hooks, no submodules, no LFS smudging, no prompts, and only https (or a local path the
 operator configured). The installation token reaches git through environment config for
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from contract.jobs import valid_repo
 from contract.settings import AppSettings
-from spider import GIT_ENV
+from spider import GIT_ENV, history_depth
 from worker.errors import FetchFailed, RepositoryTooLarge, UnsafeRepository
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,11 @@ _FSCK_ERROR = re.compile(r"fsck error|error: object [0-9a-f]+: [A-Za-z]+:")
 _BRANCH = re.compile(r"^(?!.*\.\.)(?!.*//)(?!/)[A-Za-z0-9._/-]{1,200}(?<![./])$")
 
 
+def _shallow_marker(git_dir: Path) -> Path:
+    """Marks a repository too large to mirror with history: fetched one commit deep."""
+    return git_dir.with_name(git_dir.name + ".shallow-only")
+
+
 @dataclass(frozen=True)
 class Checkout:
     """A fetched snapshot: the bare repository and the commit of the branch head."""
@@ -57,9 +64,11 @@ class Checkout:
 class Mirrors:
     """Fetches and sizes bare mirrors; knows where each repository is fetched from."""
 
-    def __init__(self, settings: AppSettings) -> None:
+    def __init__(self, settings: AppSettings, *, depth: int | None = None) -> None:
         self._settings = settings
         self._root = settings.mirror_dir
+        # commits fetched per branch head: the engine's history at inference, when it reads it
+        self._depth = depth if depth is not None else history_depth(settings.engine)
 
     def url_for(self, repo: str) -> str:
         """The fetch URL of ``owner/name``: https, or an absolute local path (tests, replay)."""
@@ -99,9 +108,11 @@ class Mirrors:
             }
         source = Path(url).resolve().as_uri() if local else url  # file:// so --depth applies
         ref = f"refs/heads/{branch}"
+        shallow_only = _shallow_marker(git_dir)
+        depth = 1 if shallow_only.exists() else self._depth
         try:
             self._git(
-                ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--depth=1",
+                ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", f"--depth={depth}",
                  "--force", source, f"+{ref}:{ref}"],
                 git_dir,
                 extra_env=extra_env,
@@ -113,7 +124,17 @@ class Mirrors:
                 raise UnsafeRepository(f"{repo}: git refused its objects ({exc})") from exc
             raise
         sha = self._git(["rev-parse", "--verify", f"{ref}^{{commit}}"], git_dir).strip()
-        self._check_size(repo, git_dir)
+        try:
+            self._check_size(repo, git_dir)
+        except RepositoryTooLarge:
+            if depth == 1:
+                raise
+            # too large with its history: keep the commit alone (ranked without history)
+            log.warning("mirror too large with %d commits of history; fetching the head alone",
+                        depth - 1, extra={"repo": repo})
+            shallow_only.parent.mkdir(parents=True, exist_ok=True)
+            shallow_only.touch()
+            return self.fetch(repo, branch, token)
         log.info("mirror fetched", extra={"repo": repo, "branch": branch, "sha": sha})
         return Checkout(git_dir=git_dir, sha=sha, branch=branch)
 

@@ -118,3 +118,49 @@ def test_token_goes_to_git_through_the_environment_only(
     for f in mirror.rglob("*"):
         if f.is_file():
             assert token.encode() not in f.read_bytes()
+
+
+def _history(path: Path, commits: int) -> None:
+    for i in range(commits):
+        write(path, {"app.py": f"def handler():\n    return {i}\n"})
+        commit(path, f"Change the handler's answer to {i}")
+
+
+def test_fetch_brings_the_history_the_engine_reads(settings: AppSettings, repo_path: Path) -> None:
+    _history(repo_path, 4)
+    checkout = Mirrors(settings, depth=3).fetch(REPO, "main", token=None)
+    listed = git(checkout.git_dir, "rev-list", checkout.sha).split()
+    assert len(listed) == 3  # the head and two commits before it, for history at inference
+    shallow = Mirrors(settings, depth=1).fetch(REPO, "main", token=None)
+    assert shallow.sha == checkout.sha
+
+
+def test_the_shipped_ranker_decides_the_depth(settings: AppSettings, repo_path: Path) -> None:
+    from spider import history_depth
+
+    _history(repo_path, 2)
+    checkout = Mirrors(settings).fetch(REPO, "main", token=None)
+    listed = git(checkout.git_dir, "rev-list", checkout.sha).split()
+    assert len(listed) == min(history_depth(settings.engine), 3)
+    off = settings.engine.model_copy(update={"history_commits": 0})
+    assert history_depth(off) == 1
+    fused = settings.engine.model_copy(update={"fusion_history": 1.0, "history_commits": 50})
+    assert history_depth(fused) == 51
+
+
+def test_a_repository_too_large_with_history_is_mirrored_without_it(settings: AppSettings) -> None:
+    import os
+
+    origin = Path(settings.git_url_template.format(owner="acme", name="grown"))
+    make_repo(origin, {"data.py": "BLOB = '" + os.urandom(150_000).hex() + "'\n"})
+    write(origin, {"data.py": "BLOB = ''\n"})
+    commit(origin, "Drop the blob")
+    small = settings.model_copy(update={"max_repo_kb": 120})
+    checkout = Mirrors(small, depth=10).fetch("acme/grown", "main", token=None)
+    assert git(checkout.git_dir, "rev-list", checkout.sha).split() == [checkout.sha]
+    again = Mirrors(small, depth=10).fetch("acme/grown", "main", token=None)  # remembered
+    assert again.sha == checkout.sha
+    with pytest.raises(RepositoryTooLarge):  # too large even alone: refused as before
+        Mirrors(settings.model_copy(update={"max_repo_kb": 1}), depth=10).fetch(
+            "acme/grown", "main", token=None
+        )
