@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from spider.errors import EmptyIssue
 from spider.expand import run_expansion
-from spider.features import pool_features
+from spider.features import HISTORY_FEATURES, pool_features
 from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
@@ -42,6 +42,17 @@ def ranked_first_stage(
         return fs.reordered(Reordering(order, logits, "pool", min(depth, len(fs.order))))
     order, logits = rerank_with_logits(index, fs, settings.k, issue=issue)
     return fs.reordered(Reordering(order, logits, "head", min(settings.k, len(fs.order))))
+
+
+def read_history(fs: FirstStage, settings: EngineSettings, ranker: PoolRanker | None) -> bool:
+    """Whether this ranking read history at inference (fused it, or the pool ranker that
+    ordered it splits on it): only then may a hit quote an earlier commit."""
+    if "history" in fs.ranks:
+        return True
+    if fs.ranked_by != "pool" or settings.history_commits <= 0:
+        return False
+    ranker = ranker or default_ranker()
+    return ranker is not None and ranker.reads(HISTORY_FEATURES)
 
 
 def confidence(fs: FirstStage, ranker: PoolRanker | None = None) -> float | None:
@@ -204,6 +215,7 @@ def locate(
     t2 = time.perf_counter()
     hits: list[Hit] = []
     g = index.graph.g
+    recall_history = read_history(fs, settings, ranker)
     text = issue.text
     documents = index.documents()
     for node_id in final:
@@ -232,6 +244,8 @@ def locate(
                 reasons.append(Reason(kind="terms", detail=", ".join(terms)))
         if "dense" in fs.ranks and int(fs.ranks["dense"][idx]) <= CLOSE_WORDING_RANK:
             reasons.append(Reason(kind="wording", rank=int(fs.ranks["dense"][idx])))
+        if recall_history and (said := index.history().recalled(idx, text)):
+            reasons.append(Reason(kind="history", detail=said))
         reasons.append(first_stage_reason(fs, idx, shown[node_id], score_of[node_id]))
         hits.append(
             Hit(

@@ -10,7 +10,16 @@ if TYPE_CHECKING:
     from spider.settings import EngineSettings
 
 ReasonKind = Literal[
-    "dense", "bm25", "hybrid", "mention", "traceback", "terms", "wording", "expand", "related"
+    "dense",
+    "bm25",
+    "hybrid",
+    "mention",
+    "traceback",
+    "terms",
+    "wording",
+    "history",
+    "expand",
+    "related",
 ]
 _RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 RANKER_KINDS = frozenset(_RANK_LABELS)  # reasons that are a ranker's rank, not evidence
@@ -136,6 +145,8 @@ class Reason:
             return f"matches the issue's terms ({terms})"
         if self.kind == "wording":
             return "close to the issue's wording"
+        if self.kind == "history" and self.detail:
+            return f"an earlier commit that edited it: “{plain(self.detail)}”"
         if self.kind == "mention":
             return self.describe(code, plain)
         return None
@@ -165,7 +176,7 @@ class Reason:
             if kind == "component" and what:
                 return f"named after {code(what)}, which the issue names"
             return f"{code(what)} is named in the issue" if what else "named in the issue"
-        if self.kind in ("traceback", "terms", "wording", "related"):
+        if self.kind in ("traceback", "terms", "wording", "history", "related"):
             return self.words(code, plain) or ""
         text = plain(f"{_RANK_LABELS.get(self.kind, self.kind)} rank {self.rank}")
         return text if self.detail is None else f"{text} ({plain(self.detail)})"

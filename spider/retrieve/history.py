@@ -26,6 +26,8 @@ import numpy as np
 from spider.commit_messages import clean_message
 from spider.errors import SourceError
 from spider.retrieve.bm25 import LexicalIndex
+from spider.retrieve.signals import plain_common_word
+from spider.retrieve.tokenize import code_tokens
 from spider.source import git
 from spider.sqlite_table import SqliteTable
 
@@ -36,6 +38,8 @@ MAX_FILES = 40  # a commit touching more source files is a sweep (reformat, rena
 MAX_MESSAGE_CHARS = 600  # of each cleaned message
 MAX_MESSAGES = 30  # most recent messages kept per function or file
 CHUNK = 400  # commits per `git log --no-walk` call (argument length)
+MIN_SHARED = 2  # words an earlier message shares with the issue before the list quotes it
+SUBJECT_CHARS = 120  # of a quoted subject line
 
 # git's built-in diff drivers print the enclosing function in each hunk header
 DRIVERS = {
@@ -280,6 +284,22 @@ class FunctionHistory:
         return np.array(
             [self.positions[x[0]] if x else self.commits for x in lists], dtype=np.float64
         )
+
+    def recalled(self, function: int, query: str, least: int = MIN_SHARED) -> str | None:
+        """The subject line of the newest earlier commit that edited ``function`` and shares
+        the most words with ``query`` (at least ``least`` words of 4+ letters that are not
+        common English), or None."""
+        wanted = {t for t in code_tokens(query) if len(t) > 3 and not plain_common_word(t)}
+        best: tuple[int, str] | None = None
+        for m in self.function_messages[function][:MAX_MESSAGES]:
+            text = self.messages[m]
+            shared = len(wanted & set(code_tokens(text)))
+            if shared >= least and (best is None or shared > best[0]):
+                best = (shared, text)
+        if best is None:
+            return None
+        subject = best[1].strip().splitlines()[0] if best[1].strip() else ""
+        return subject[:SUBJECT_CHARS] or None
 
     def scores(self, query: str, level: str = "function") -> np.ndarray:
         """BM25 of ``query`` against each function's (or file's) earlier messages; 0 where

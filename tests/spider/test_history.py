@@ -10,6 +10,7 @@ import pytest
 
 from spider.features import HISTORY_FEATURES, RANKER_FEATURES, ranker_features
 from spider.index import Index, build_index
+from spider.localize import locate, read_history
 from spider.models import Issue
 from spider.retrieve import history as hist
 from spider.retrieve.first_stage import first_stage
@@ -252,3 +253,35 @@ def test_history_joins_the_fusion_on_request(
     assert sorted(others, key=lambda i: fused.rank[i]) == sorted(
         others, key=lambda i: plain.rank[i]
     )
+
+
+def test_the_list_quotes_an_earlier_commit_only_when_history_ranked_it(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, _ = repo
+    settings = EngineSettings(cache_dir=tmp_path / "cache", selector="none", k=3)
+    index = build_index(GitSource(path, "HEAD"), settings)
+    issue = Issue("Crash", "Loading crashes when the configuration file is empty.")
+    fused = locate(index, issue, settings.model_copy(update={"fusion_history": 3.0}))
+    load = next(h for h in fused.hits if h.id == "app/config.py:load_config")
+    (quote,) = [r for r in load.reasons if r.kind == "history"]
+    assert quote.words() == (
+        "an earlier commit that edited it: “Fix crash when the configuration file is empty”"
+    )
+    assert quote.describe() == quote.words() and not quote.technical
+    if not read_history(first_stage(index, issue, settings), settings, None):
+        plain = locate(index, issue, settings)  # nothing read history: nothing quoted
+        assert not any(r.kind == "history" for h in plain.hits for r in h.reasons)
+
+
+def test_recalled_needs_shared_words(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    path, _ = repo
+    index = _index(path, tmp_path)
+    at = index.function_ids.index("app/config.py:load_config")
+    history = index.history()
+    assert history.recalled(at, "configuration file crash") == (
+        "Fix crash when the configuration file is empty"
+    )
+    assert history.recalled(at, "the crash") is None  # one shared word is not evidence
+    fetch = index.function_ids.index("app/config.py:Loader.fetch")
+    assert history.recalled(fetch, "configuration file crash") is None  # never edited
