@@ -167,15 +167,8 @@ def _fit_dev(
 ) -> None:
     """:func:`run_fit` on the rows of ``dataset`` (``--only-repo`` applied), their
     repositories found through the ``--repos`` template: the dev-data commands' one body."""
-    run_fit(
-        spec,
-        _instances(dataset, only_repo),
-        template_resolver(repos),
-        settings,
-        out,
-        write_weights=write_weights,
-        weights_file=weights_file,
-    )
+    run_fit(spec, _instances(dataset, only_repo), template_resolver(repos), settings, out,
+            write_weights=write_weights, weights_file=weights_file)
 
 
 def _instances(
@@ -478,16 +471,8 @@ def head(
         weights_file=WEIGHTS_FILE,
         min_repos=fitting.MIN_REPOS,
     )
-    _fit_dev(
-        spec,
-        dataset,
-        repos,
-        out,
-        only_repo,
-        engine_settings(k, cache_dir),
-        write_weights=write_weights,
-        weights_file=weights_file,
-    )
+    _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(k, cache_dir),
+             write_weights=write_weights, weights_file=weights_file)
 
 
 @train_app.command("calibration")
@@ -517,16 +502,8 @@ def calibration(
         write=lambda cv, _cv, command, path: calibrating.write_calibration(cv, command, path),
         weights_file=CALIBRATION_FILE,
     )
-    _fit_dev(
-        spec,
-        dataset,
-        repos,
-        out,
-        only_repo,
-        engine_settings(k, cache_dir),
-        write_weights=write_weights,
-        weights_file=weights_file,
-    )
+    _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(k, cache_dir),
+             write_weights=write_weights, weights_file=weights_file)
 
 
 @train_app.command("fusion")

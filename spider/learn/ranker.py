@@ -18,7 +18,7 @@ import dataclasses
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -107,28 +107,19 @@ def score_pools(model: PoolRanker, rows: Sequence[CorpusRow]) -> dict[str, Any]:
     """``model`` against the first stage's order on pools it never saw (e.g. the
     development sets' pools from ``spider train corpus --warm``): overall and per
     repository. Benchmark repositories are welcome here: this only measures."""
-    before: list[dict[str, float]] = []
-    after: list[dict[str, float]] = []
-    per_repo: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]]] = {}
+    tally = Tally()
     for r in rows:
-        if r.labels <= 0:
-            continue
-        order = np.argsort(-model.scores(r.x), kind="stable")
-        b, a = metrics(r.y, r.labels), metrics(r.y[order], r.labels)
-        before.append(b)
-        after.append(a)
-        mine = per_repo.setdefault(r.repo, ([], []))
-        mine[0].append(b)
-        mine[1].append(a)
-    if not after:
+        if r.labels > 0:
+            tally.add(r, np.argsort(-model.scores(r.x), kind="stable"))
+    if not tally.after:
         raise InputError("no pool to score: the corpus has no instance with a label")
     return {
-        "instances": len(after),
-        "first_stage": mean_metrics(before),
-        "ranker": mean_metrics(after),
+        "instances": len(tally.after),
+        "first_stage": mean_metrics(tally.before),
+        "ranker": mean_metrics(tally.after),
         "by_repo": {
             repo: {"n": len(b), "first_stage": mean_metrics(b), "ranker": mean_metrics(a)}
-            for repo, (b, a) in sorted(per_repo.items())
+            for repo, (b, a) in sorted(tally.per_repo.items())
         },
     }
 
@@ -214,6 +205,27 @@ def mean_metrics(items: Sequence[Mapping[str, float]]) -> dict[str, float]:
     return {k: round(fmean(m[k] for m in items), 4) for k in keys}
 
 
+@dataclass
+class Tally:
+    """Per-instance metrics of the first stage's order (before) and a model's (after),
+    overall and per repository."""
+
+    before: list[dict[str, float]] = field(default_factory=list)
+    after: list[dict[str, float]] = field(default_factory=list)
+    per_repo: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]]] = field(
+        default_factory=dict
+    )
+
+    def add(self, row: CorpusRow, order: np.ndarray) -> None:
+        """Score ``row``'s pool as the first stage ordered it and as ``order`` does."""
+        b, a = metrics(row.y, row.labels), metrics(row.y[order], row.labels)
+        self.before.append(b)
+        self.after.append(a)
+        mine = self.per_repo.setdefault(row.repo, ([], []))
+        mine[0].append(b)
+        mine[1].append(a)
+
+
 def _repo(r: CorpusRow) -> str:
     return r.repo
 
@@ -237,26 +249,20 @@ def loro(
     same pools; ``folds`` groups of repositories, 0 = one per repository) and the
     out-of-fold (first item's score, whether it is edited) pairs. ``weak`` rows (e.g. fix
     commits mined from history) join each fold's fit, never its scores."""
-    before: list[dict[str, float]] = []
-    after: list[dict[str, float]] = []
-    per_repo: dict[str, tuple[list[dict[str, float]], list[dict[str, float]]]] = {}
+    tally = Tally()
     top: list[tuple[float, int]] = []
     for _held, train, test in repository_folds(rows, _repo, folds):
         model = fit(with_weak(train, test, weak), params)
         for r in test:
             s = model.scores(r.x)
             order = np.argsort(-s, kind="stable")
-            b, a = metrics(r.y, r.labels), metrics(r.y[order], r.labels)
-            before.append(b)
-            after.append(a)
-            mine = per_repo.setdefault(r.repo, ([], []))
-            mine[0].append(b)
-            mine[1].append(a)
+            tally.add(r, order)
             if len(order):
                 top.append((float(s[order[0]]), int(r.y[order[0]])))
+    before, after = tally.before, tally.after
     by_repo = {
         repo: {"n": len(b), "before": mean_metrics(b), "after": mean_metrics(a)}
-        for repo, (b, a) in sorted(per_repo.items())
+        for repo, (b, a) in sorted(tally.per_repo.items())
     }
     report = {
         "params": {
