@@ -89,10 +89,10 @@ def test_environment_variables(monkeypatch: pytest.MonkeyPatch) -> None:
 NOISE = "\n\n".join(
     f'def negative_quantities_note_{i}():\n    """Negative quantities of apples: note {i}."""\n'
     f'    return "negative apples total {i}"\n'
-    for i in range(8)
+    for i in range(12)
 )
 FILES = {**REPO_FILES, "shop/notes.py": NOISE}
-NOTES = [f"shop/notes.py:negative_quantities_note_{i}" for i in range(8)]
+NOTES = [f"shop/notes.py:negative_quantities_note_{i}" for i in range(12)]
 
 
 @pytest.fixture

@@ -269,9 +269,10 @@ def test_the_list_quotes_an_earlier_commit_only_when_history_ranked_it(
         "an earlier commit that edited it: “Fix crash when the configuration file is empty”"
     )
     assert quote.describe() == quote.words() and not quote.technical
-    if not read_history(first_stage(index, issue, settings), settings, None):
-        plain = locate(index, issue, settings)  # nothing read history: nothing quoted
-        assert not any(r.kind == "history" for h in plain.hits for r in h.reasons)
+    off = settings.model_copy(update={"history_commits": 0})
+    assert not read_history(first_stage(index, issue, off), off, None)
+    plain = locate(index, issue, off)  # nothing read history: nothing quoted
+    assert not any(r.kind == "history" for h in plain.hits for r in h.reasons)
 
 
 def test_recalled_needs_shared_words(repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from .conftest import REPO
 
 
 def test_fetch_reads_the_branch_head_without_a_working_tree(settings: AppSettings, repo_path: Path) -> None:
-    mirrors = Mirrors(settings)
+    mirrors = Mirrors(settings, depth=1)  # an engine that reads no history
     head = git(repo_path, "rev-parse", "HEAD")
     checkout = mirrors.fetch(REPO, "main", token=None)
     assert checkout.sha == head and checkout.git_dir == settings.mirror_dir / "acme" / "httpkit.git"
@@ -28,7 +28,7 @@ def test_fetch_reads_the_branch_head_without_a_working_tree(settings: AppSetting
     new = commit(repo_path, "second")
     assert mirrors.fetch(REPO, "main", token=None).sha == new
     shallow = (checkout.git_dir / "shallow").read_text()
-    assert new in shallow  # history is not fetched: one tree is all the engine reads
+    assert new in shallow  # history is not fetched: one tree is all such an engine reads
 
 
 def test_force_pushed_branch_is_followed(settings: AppSettings, repo_path: Path) -> None:
@@ -39,7 +39,7 @@ def test_force_pushed_branch_is_followed(settings: AppSettings, repo_path: Path)
 
 
 def test_stale_lock_from_a_killed_fetch_is_cleared(settings: AppSettings, repo_path: Path) -> None:
-    mirrors = Mirrors(settings)
+    mirrors = Mirrors(settings, depth=1)  # shallow: the fetch rewrites `shallow` too
     checkout = mirrors.fetch(REPO, "main", token=None)
     locks = [checkout.git_dir / "shallow.lock", checkout.git_dir / "refs" / "heads" / "main.lock"]
     for lock in locks:  # what a fetch killed mid-way leaves behind
