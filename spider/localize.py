@@ -7,12 +7,18 @@ from collections.abc import Sequence
 
 from spider.errors import EmptyIssue
 from spider.expand import run_expansion
-from spider.features import HISTORY_FEATURES, pool_features
+from spider.features import pool_features
 from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
 from spider.models import Hit, Issue, Localization, Reason, RunSettings
-from spider.pool_rank import Calibration, PoolRanker, default_ranker, rank_pool
+from spider.pool_rank import (
+    Calibration,
+    PoolRanker,
+    default_ranker,
+    rank_pool,
+    ranker_reads_history,
+)
 from spider.rerank import HeadCalibration, default_calibration, rerank_with_logits
 from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
 from spider.select import OfflineSelector, Selector, make_selector
@@ -47,12 +53,9 @@ def ranked_first_stage(
 def read_history(fs: FirstStage, settings: EngineSettings, ranker: PoolRanker | None) -> bool:
     """Whether this ranking read history at inference (fused it, or the pool ranker that
     ordered it splits on it): only then may a hit quote an earlier commit."""
-    if "history" in fs.ranks:
-        return True
-    if fs.ranked_by != "pool" or settings.history_commits <= 0:
-        return False
-    ranker = ranker or default_ranker()
-    return ranker is not None and ranker.reads(HISTORY_FEATURES)
+    return "history" in fs.ranks or (
+        fs.ranked_by == "pool" and ranker_reads_history(settings, ranker)
+    )
 
 
 def confidence(fs: FirstStage, ranker: PoolRanker | None = None) -> float | None:

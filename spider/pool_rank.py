@@ -269,6 +269,15 @@ def default_ranker() -> PoolRanker | None:
     return PoolRanker.load() if MODEL_FILE.exists() else None
 
 
+def ranker_reads_history(settings: EngineSettings, ranker: PoolRanker | None = None) -> bool:
+    """Whether the pool ranker (the shipped one unless given) reads history at inference
+    under ``settings``."""
+    if settings.history_commits <= 0:
+        return False
+    ranker = ranker or (default_ranker() if settings.ranker == "pool" else None)
+    return ranker is not None and ranker.reads(HISTORY_FEATURES)
+
+
 def history_depth(settings: EngineSettings, ranker: PoolRanker | None = None) -> int:
     """How many commits a checkout needs for the engine to read what it ranks with: the
     commit alone (1), or with ``history_commits`` more when history at inference is read
@@ -276,11 +285,9 @@ def history_depth(settings: EngineSettings, ranker: PoolRanker | None = None) ->
     given)."""
     if settings.history_commits <= 0:
         return 1
-    if settings.fusion_history > 0:
+    if settings.fusion_history > 0 or ranker_reads_history(settings, ranker):
         return settings.history_commits + 1
-    ranker = ranker or (default_ranker() if settings.ranker == "pool" else None)
-    reads = ranker is not None and ranker.reads(HISTORY_FEATURES)
-    return settings.history_commits + 1 if reads else 1
+    return 1
 
 
 def rank_pool(

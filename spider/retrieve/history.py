@@ -183,10 +183,10 @@ class CommitCache:
     def read(self, git_dir: Path, shas: Sequence[str]) -> list[CommitEdit]:
         """The parse of each of ``shas`` (in order), from the cache or from git."""
         keys = [f"{HISTORY_VERSION}:{s}" for s in shas]
-        found = {
-            k.partition(":")[2]: CommitEdit.from_json(k.partition(":")[2], body)
-            for k, body in self._table.get_many(keys, "body")
-        }
+        found: dict[str, CommitEdit] = {}
+        for key, body in self._table.get_many(keys, "body"):
+            sha = key.partition(":")[2]
+            found[sha] = CommitEdit.from_json(sha, body)
         missing = [s for s in shas if s not in found]
         attrs = _attributes_file(self.cache_dir)
         for i in range(0, len(missing), CHUNK):
