@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from spider.cross import rescore, settings_scorer
 from spider.errors import EmptyIssue
 from spider.expand import run_expansion
 from spider.features import pool_features
@@ -43,9 +44,13 @@ def ranked_first_stage(
     if settings.ranker == "pool":
         ranker = ranker or default_ranker()
     if settings.ranker == "pool" and ranker is not None:
-        depth = settings.ranker_depth or ranker.depth
+        depth = min(settings.ranker_depth or ranker.depth, len(fs.order))
         order, logits = rank_pool(index, fs, issue, ranker, depth)
-        return fs.reordered(Reordering(order, logits, "pool", min(depth, len(fs.order))))
+        scorer = settings_scorer(settings)
+        if scorer is None:
+            return fs.reordered(Reordering(order, logits, "pool", depth))
+        order, logits, read = rescore(index, fs.issue or issue, order, logits, scorer)
+        return fs.reordered(Reordering(order, logits, "pool", depth, scorer.file.digest, read))
     order, logits = rerank_with_logits(index, fs, settings.k, issue=issue)
     return fs.reordered(Reordering(order, logits, "head", min(settings.k, len(fs.order))))
 
@@ -275,6 +280,8 @@ def locate(
             ranked_depth=fs.ranked_depth,
             partial=fs.partial,
             encoder_delta=_delta_digest(index) if fs.query_texts else "",
+            cross_encoder=fs.reordering.cross if fs.reordering else "",
+            cross_depth=fs.reordering.cross_depth if fs.reordering else 0,
         ),
         timings=timings,
         expansion=exp.centres,

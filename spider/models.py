@@ -274,6 +274,8 @@ class RunSettings:
     encoder: str
     partial: PartialIndex | None = None  # set when made from a partial index (cold path)
     encoder_delta: str = ""  # digest of the tuned encoder delta dense ranked with; "" = none
+    cross_encoder: str = ""  # digest of the cross-encoder that re-scored the top; "" = none
+    cross_depth: int = 0  # how many of the ranker's top items it read
 
     @classmethod
     def of(
@@ -287,6 +289,8 @@ class RunSettings:
         ranked_depth: int = 0,
         partial: PartialIndex | None = None,
         encoder_delta: str = "",
+        cross_encoder: str = "",
+        cross_depth: int = 0,
     ) -> RunSettings:
         """The record of a run with these engine settings and what the first stage did."""
         return cls(
@@ -306,6 +310,8 @@ class RunSettings:
             encoder=settings.encoder,
             partial=partial,
             encoder_delta=encoder_delta,
+            cross_encoder=cross_encoder,
+            cross_depth=cross_depth,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -326,6 +332,11 @@ class RunSettings:
             "model": self.model,
             "encoder": self.encoder,
             **({"encoder_delta": self.encoder_delta} if self.encoder_delta else {}),
+            **(
+                {"cross_encoder": self.cross_encoder, "cross_depth": self.cross_depth}
+                if self.cross_encoder
+                else {}
+            ),
             **(self.partial.to_dict() if self.partial is not None else {}),
         }
 
@@ -365,6 +376,11 @@ class Localization:
                 f"the top {s.ranked_depth} re-scored by the learned ranker "
                 "(trained on other projects' fixed issues)"
             )
+            if s.cross_encoder:
+                steps.append(
+                    f"its top {s.cross_depth} each read together with the issue by the "
+                    f"cross-encoder (MiniLM-L6 + delta {s.cross_encoder}) and re-sorted"
+                )
         elif s.rerank:
             steps.append(f"the top {s.k} re-ranked by the head model")
         if self.selector_calls:

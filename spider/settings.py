@@ -246,6 +246,13 @@ class EngineSettings(BaseSettings):
         "embeds with the merged weights and the cache keeps their vectors apart; needs the "
         "bundled model (model empty) and no query_adapter",
     )
+    cross_encoder: str = Field(
+        "",
+        description="re-score the pool ranker's top items with a cross-encoder that reads "
+        "the issue and each function together (`spider train cross`; docs/learning.md): "
+        "empty or none = off, bundled = spider/cross_encoder.npz, else the path of a file; "
+        "how many items it reads and how much its score counts come with the file",
+    )
     max_seq_length: int = Field(
         128, ge=32, le=8192, description="encoder token cap per text (MiniLM was trained at 128)"
     )

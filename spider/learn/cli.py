@@ -45,7 +45,7 @@ from spider.cli_common import (
 )
 from spider.dataset import Instance, read_dataset, select_instances
 from spider.errors import SpiderError
-from spider.learn import delta_cli
+from spider.learn import cross_cli, delta_cli
 from spider.progress import INSTANCES, Progress, ended
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, template_resolver
@@ -526,6 +526,7 @@ def fusion(
 
 train_app.command("pairs")(delta_cli.pairs)
 train_app.command("delta")(delta_cli.delta)
+train_app.command("cross")(cross_cli.cross)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ hours on two cores, so a repository without vectors takes the engine's cold path
 cheap rankers (BM25, file BM25, issue signals) choose the pool and only the pool is
 embedded, through the same content-hash cache that shares vectors across commits. The
 edited functions' own vectors are embedded too, so the issue encoder can be trained from
-the corpus alone. A finished instance is never redone; a failed one is recorded in
+the corpus alone, and the pool's texts and the issue's are kept for the cross-encoder. A finished instance is never redone; a failed one is recorded in
 ``DIR/errors.jsonl`` and retried on the next run.
 """
 
@@ -141,6 +141,7 @@ def collect_instance(
     pos = index.name_table().index_of
     gold = np.array(sorted(pos[g] for g in wanted if g in pos), dtype=np.int64)
     pool_vecs = index.vectors_of(np.array(head, dtype=np.int64)) if head else np.zeros((0, 0))
+    documents = index.documents()
     gold_vecs = index.vectors_of(gold) if len(gold) else np.zeros((0, pool_vecs.shape[-1]))
     tmp = path.with_suffix(".tmp.npz")
     np.savez_compressed(
@@ -153,6 +154,8 @@ def collect_instance(
         gold_ids=np.array([ids[i] for i in gold]),
         pool_vecs=pool_vecs.astype(np.float16),
         gold_vecs=gold_vecs.astype(np.float16),
+        texts=np.array([documents[i] for i in head], dtype=str),
+        issue_text=(fs.issue or issue).text,
         labels=len(present),
         unreachable=len(set(truth) - present),
         repo=inst.repo,

@@ -132,9 +132,9 @@ class EncoderDelta:
         return _error(self.path, problem, self.command)
 
 
-def _command(meta: Mapping[str, Any]) -> str:
+def _command(meta: Mapping[str, Any], regenerate: str = REGENERATE) -> str:
     command = meta.get("command")
-    return command.strip() if isinstance(command, str) and command.strip() else REGENERATE
+    return command.strip() if isinstance(command, str) and command.strip() else regenerate
 
 
 def _error(path: Path, problem: str, command: str = REGENERATE) -> EncoderDeltaError:
@@ -158,11 +158,20 @@ def base_name(target: str, names: Iterable[str]) -> str | None:
     return None
 
 
-def read_delta(path: str | Path, base_dir: str | Path | None = None) -> EncoderDelta:
+def read_delta(
+    path: str | Path,
+    base_dir: str | Path | None = None,
+    *,
+    kind: str = DELTA_KIND,
+    regenerate: str = REGENERATE,
+) -> EncoderDelta:
     """Read and check a delta file: schema, kind, rank, alpha, targets, each target's two
     factors (shapes, dtype, finite values). With ``base_dir`` (a model directory), also
     that every target is one of its tensors and ``B @ A`` has that tensor's shape (its
-    header only is read; :func:`check_base` also compares the fingerprint)."""
+    header only is read; :func:`check_base` also compares the fingerprint). ``kind`` is
+    what the file must say it holds (another model made of the same factors, such as the
+    cross-encoder, names its own) and ``regenerate`` the command that makes one when the
+    file does not say."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -171,7 +180,7 @@ def read_delta(path: str | Path, base_dir: str | Path | None = None) -> EncoderD
     digest = hashlib.sha256(raw).hexdigest()[:DIGEST_CHARS]
     arrays = _arrays(path, raw)
     meta = _meta(path, arrays.get("meta"))
-    command = _command(meta)
+    command = _command(meta, regenerate)
 
     def fail(problem: str) -> EncoderDeltaError:
         return _error(path, problem, command)
@@ -179,8 +188,8 @@ def read_delta(path: str | Path, base_dir: str | Path | None = None) -> EncoderD
     schema = meta.get("schema")
     if schema != DELTA_SCHEMA or isinstance(schema, bool):
         raise fail(f"schema {schema!r}, this engine reads schema {DELTA_SCHEMA}")
-    if meta.get("kind") != DELTA_KIND:
-        raise fail(f"holds {meta.get('kind')!r}, not an {DELTA_KIND!r}")
+    if meta.get("kind") != kind:
+        raise fail(f"holds {meta.get('kind')!r}, not {kind!r}")
     rank, alpha = meta.get("rank"), meta.get("alpha")
     if not isinstance(rank, int) or isinstance(rank, bool) or rank < 1:
         raise fail(f"rank {rank!r} is not a positive integer")

@@ -93,6 +93,8 @@ class Reordering:
     logits: np.ndarray  # that model's scores of the head, in ``order``'s order
     by: RankedBy  # which model: "pool" (spider.pool_rank) or "head" (spider.rerank)
     depth: int  # how many of the first stage's items it re-scored
+    cross: str = ""  # digest of the cross-encoder that re-scored its top (spider.cross)
+    cross_depth: int = 0  # how many of its top items the cross-encoder read
 
 
 @dataclass(frozen=True, eq=False)

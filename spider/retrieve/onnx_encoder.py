@@ -212,9 +212,17 @@ class OnnxModel:
 
     def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
         """Unit-norm float32 vectors, one row per text."""
+        return self._encode(texts, batch_size)
+
+    def encode_pairs(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
+        """Unit-norm float32 vectors of text pairs (``[CLS] a [SEP] b [SEP]``, the second
+        segment's type ids 1; at the token cap the longer text is cut first), one row each."""
+        return self._encode(pairs, batch_size)
+
+    def _encode(self, inputs: list[Any], batch_size: int) -> np.ndarray:
         out: list[np.ndarray] = []
-        for start in range(0, len(texts), batch_size):
-            enc = self.tokenizer.encode_batch(texts[start : start + batch_size])
+        for start in range(0, len(inputs), batch_size):
+            enc = self.tokenizer.encode_batch(inputs[start : start + batch_size])
             ids = np.array([e.ids for e in enc], dtype=np.int64)
             mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
             feed: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
