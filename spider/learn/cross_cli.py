@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,6 +29,9 @@ from spider.cli_common import (
 )
 from spider.errors import SpiderError
 from spider.learn.delta_cli import ExcludedOpt
+
+if TYPE_CHECKING:
+    from spider.learn.cross_tune import CrossModel
 
 GROUP = "train"
 RANKER_PARAMS = (7, 200, 1.0)  # leaves, trees, prior: the shipped pool ranker's settings
@@ -46,8 +49,8 @@ def cross(
     negatives: Annotated[
         int, typer.Option(help="non-edited functions of the ranker's top per issue and step")
     ] = 7,
-    depth: Annotated[int, typer.Option(help="the pool ranker's top items it re-scores")] = 50,
-    max_tokens: Annotated[int, typer.Option(help="token cap of issue and function together")] = 256,
+    depth: Annotated[int, typer.Option(help="the pool ranker's top items it re-scores")] = 30,
+    max_tokens: Annotated[int, typer.Option(help="token cap of issue and function together")] = 192,
     rank: Annotated[int, typer.Option(help="LoRA rank")] = 16,
     lr: Annotated[float, typer.Option(help="peak learning rate of the adapters")] = 2e-4,
     holdout: Annotated[
@@ -63,6 +66,13 @@ def cross(
         typer.Option(help="the weight of its standardised score (needed without --holdout)"),
     ] = None,
     eval_every: Annotated[int, typer.Option(help="steps between validations")] = 100,
+    dev_corpus: Annotated[
+        Path | None,
+        typer.Option(
+            help="development pools (`spider train corpus`) to score the finished model on, "
+            "ordered by the shipped ranker: these only choose between models"
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option()] = 0,
     bf16: Annotated[
         bool | None,
@@ -159,6 +169,8 @@ def cross(
         )
         return
     chosen = weight if weight is not None else float(result.curve[-1]["best_weight"])
+    if dev_corpus is not None:
+        _score_dev(model, dev_corpus, cfg.depth, chosen)
     target = (weights_file or CROSS_FILE) if write_weights else work / "cross_encoder.npz"
     meta = {
         "command": command_line(GROUP),
@@ -177,3 +189,18 @@ def cross(
         f"wrote {target} ({target.stat().st_size / 1e6:.1f} MB; weight {chosen:g}, "
         f"depth {cfg.depth})"
     )
+
+
+def _score_dev(model: CrossModel, dev: Path, depth: int, chosen: float) -> None:
+    """Print R@20 / MRR@20 of the development pools re-sorted at each weight."""
+    from spider.learn.cross_tune import CROSS_ONLY, evaluate, read_groups
+    from spider.pool_rank import default_ranker
+
+    ranker = default_ranker()
+    groups, _ = read_groups(dev, frozenset(), ranker.scores if ranker else None, depth)
+    by = evaluate(groups, [model.score(g.query, list(g.texts)) for g in groups])
+    typer.echo(f"development pools ({dev}, {len(groups)} issues), R@20 / MRR@20 by weight:")
+    for key, m in by.items():
+        label = "cross-encoder alone" if key == CROSS_ONLY else f"weight {key}"
+        mark = " (chosen)" if key == f"{chosen:g}" else ""
+        typer.echo(f"  {label}: {m['R@20']:.3f} / {m['MRR@20']:.3f}{mark}")

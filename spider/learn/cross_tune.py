@@ -65,7 +65,7 @@ class CrossConfig:
     steps: int = 400
     batch: int = 4  # issues per step
     negatives: int = 7  # per issue and step, sampled from its top-depth negatives
-    depth: int = 50  # the pool ranker's top items it re-scores
+    depth: int = 30  # the pool ranker's top items it re-scores
     rank: int = 16
     alpha: float = 32.0
     dropout: float = 0.05
@@ -73,7 +73,7 @@ class CrossConfig:
     head_lr: float = 2e-3
     warmup: int = 30
     scale: float = 20.0
-    max_tokens: int = 256  # issue and function together (the longer is cut first)
+    max_tokens: int = 192  # issue and function together (the longer is cut first)
     bf16: bool = True
     holdout: float = 0.0
     seed: int = 0
@@ -510,6 +510,7 @@ def write_cross(
 
 
 __all__ = [
+    "CROSS_ONLY",
     "CrossConfig",
     "CrossModel",
     "CrossResult",
