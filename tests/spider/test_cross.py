@@ -210,8 +210,13 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Path]:
     model, result = train(teach, held, str(BASE), root / "work", cfg)
     assert result.finished and result.steps_done == 3 and len(result.losses) == 3
     assert [p["step"] for p in result.curve] == [0, 3]
-    assert set(result.curve[-1]["by"]) == {*(f"{w:g}" for w in (0, 0.25, 0.5, 0.75, 1, 1.5, 2, 3)), "cross"}
-    path = write_cross(model, root / "cross.npz", weights_fingerprint(BASE), 1.5, {"command": COMMAND})
+    assert set(result.curve[-1]["by"]) == {
+        *(f"{w:g}" for w in (0, 0.25, 0.5, 0.75, 1, 1.5, 2, 3)),
+        "cross",
+    }
+    path = write_cross(
+        model, root / "cross.npz", weights_fingerprint(BASE), 1.5, {"command": COMMAND}
+    )
     return model, path, root
 
 
