@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -24,14 +24,12 @@ from spider.cli_common import (
     WeightsFileOpt,
     WriteWeightsOpt,
     command_line,
+    engine_settings,
     exit_error,
     terminal_progress,
 )
 from spider.errors import SpiderError
 from spider.learn.delta_cli import ExcludedOpt
-
-if TYPE_CHECKING:
-    from spider.learn.cross_tune import CrossModel
 
 GROUP = "train"
 RANKER_PARAMS = (7, 200, 1.0)  # leaves, trees, prior: the shipped pool ranker's settings
@@ -169,8 +167,6 @@ def cross(
         )
         return
     chosen = weight if weight is not None else float(result.curve[-1]["best_weight"])
-    if dev_corpus is not None:
-        _score_dev(model, dev_corpus, cfg.depth, chosen)
     target = (weights_file or CROSS_FILE) if write_weights else work / "cross_encoder.npz"
     meta = {
         "command": command_line(GROUP),
@@ -189,18 +185,25 @@ def cross(
         f"wrote {target} ({target.stat().st_size / 1e6:.1f} MB; weight {chosen:g}, "
         f"depth {cfg.depth})"
     )
+    if dev_corpus is not None:
+        _score_dev(target, dev_corpus, engine_settings().export_dir())
 
 
-def _score_dev(model: CrossModel, dev: Path, depth: int, chosen: float) -> None:
-    """Print R@20 / MRR@20 of the development pools re-sorted at each weight."""
+def _score_dev(path: Path, dev: Path, export_dir: Path) -> None:
+    """Print R@20 / MRR@20 of the development pools, ordered by the shipped ranker, re-sorted
+    by the written file through the engine's own scorer (ONNX) at each weight."""
+    from spider.cross import CrossScorer, read_cross
     from spider.learn.cross_tune import CROSS_ONLY, evaluate, read_groups
     from spider.pool_rank import default_ranker
+    from spider.retrieve.dense import bundled_model_path
 
+    model = read_cross(path, bundled_model_path())
+    scorer = CrossScorer(model, export_dir)
     ranker = default_ranker()
-    groups, _ = read_groups(dev, frozenset(), ranker.scores if ranker else None, depth)
-    by = evaluate(groups, [model.score(g.query, list(g.texts)) for g in groups])
+    groups, _ = read_groups(dev, frozenset(), ranker.scores if ranker else None, model.depth)
+    by = evaluate(groups, [scorer.scores(g.query, list(g.texts)) for g in groups])
     typer.echo(f"development pools ({dev}, {len(groups)} issues), R@20 / MRR@20 by weight:")
     for key, m in by.items():
         label = "cross-encoder alone" if key == CROSS_ONLY else f"weight {key}"
-        mark = " (chosen)" if key == f"{chosen:g}" else ""
+        mark = " (the file's)" if key == f"{model.weight:g}" else ""
         typer.echo(f"  {label}: {m['R@20']:.3f} / {m['MRR@20']:.3f}{mark}")

@@ -280,3 +280,29 @@ def test_the_list_follows_the_cross_encoder_file(
     assert f"cross-encoder (MiniLM-L6 + delta {digest})" in after.method()
     assert "cross_encoder" not in before.settings.to_dict()
     assert "cross-encoder" not in before.method()
+
+
+def test_the_command_trains_writes_and_scores_development_pools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`spider train cross` end to end: the holdout chooses the weight, the file reads back,
+    the development pools are scored through the engine's scorer; without a holdout the
+    weight must be given."""
+    from typer.testing import CliRunner
+
+    from spider.cli import app
+
+    monkeypatch.setenv("SPIDER_CACHE_DIR", str(tmp_path / "cache"))
+    corpus = write_corpus(tmp_path / "corpus", [f"acme/r{n % 3}" for n in range(9)])
+    args = ["train", "cross", "-c", str(corpus), "--steps", "2", "--batch", "2"]
+    args += ["--negatives", "2", "--depth", "6", "--rank", "2", "--fp32", "--no-progress"]
+    out = CliRunner().invoke(
+        app, [*args, "--work", str(tmp_path / "w"), "--holdout", "0.3", "--dev-corpus", str(corpus)]
+    )
+    assert out.exit_code == 0, out.output
+    assert "held out 3 issues" in out.output and "step 2: held-out R@20" in out.output
+    assert "development pools" in out.output and "(the file's)" in out.output
+    model = read_cross(tmp_path / "w" / "cross_encoder.npz", BASE)
+    assert model.depth == 6 and model.delta.command.startswith("spider train")
+    refused_run = CliRunner().invoke(app, [*args, "--work", str(tmp_path / "w2")])
+    assert refused_run.exit_code != 0 and "--weight" in refused_run.output
