@@ -107,7 +107,7 @@ class CrossResult:
     finished: bool
     issues: int
     repos: int
-    seconds: float
+    seconds: float  # of training, over every run that resumed it
     losses: list[float]
     holdout_repos: list[str] = field(default_factory=list)
     curve: list[dict[str, Any]] = field(default_factory=list)
@@ -383,7 +383,7 @@ def train(
         ],
         weight_decay=0.01,
     )
-    step, losses = 0, []
+    step, losses, spent = 0, [], 0.0
     state_file, ckpt = work / STATE, work / CHECKPOINT
     if ckpt.exists() and state_file.exists():
         state = json.loads(state_file.read_text())
@@ -397,6 +397,7 @@ def train(
         model.bias.data.copy_(saved["bias"])
         opt.load_state_dict(saved["optimizer"])
         step, losses = state["step"], state["losses"]
+        spent = float(state.get("seconds", 0.0))
         log.info("resumed at step %d of %d", step, cfg.steps)
     else:
         (work / CURVE).unlink(missing_ok=True)
@@ -425,12 +426,13 @@ def train(
             _curve_point(model, held, work, step)
         out_of_time = budget_s is not None and time.perf_counter() - t0 > budget_s
         if step % cfg.checkpoint_every == 0 or step == cfg.steps or out_of_time:
-            _save(model, opt, work, cfg, step, losses)
+            _save(model, opt, work, cfg, step, losses, spent + time.perf_counter() - t0)
         if out_of_time:
             break
     done = step >= cfg.steps
     result = CrossResult(
-        step, cfg.steps, done, len(teach), len({g.repo for g in teach}), time.perf_counter() - t0,
+        step, cfg.steps, done, len(teach), len({g.repo for g in teach}),
+        spent + time.perf_counter() - t0,
         losses, held_repos, read_curve(work),
     )  # fmt: skip
     return model, result
@@ -447,7 +449,13 @@ def epoch_batch(groups: Sequence[Group], size: int, step: int, seed: int) -> lis
 
 
 def _save(
-    model: CrossModel, opt: Any, work: Path, cfg: CrossConfig, step: int, losses: list[float]
+    model: CrossModel,
+    opt: Any,
+    work: Path,
+    cfg: CrossConfig,
+    step: int,
+    losses: list[float],
+    seconds: float,
 ) -> None:
     torch = _torch()
     trainable = {k: v for k, v in model.model.state_dict().items() if "lora_" in k}
@@ -462,7 +470,7 @@ def _save(
         tmp,
     )
     tmp.replace(work / CHECKPOINT)
-    state = {"config": _config_key(cfg), "step": step, "losses": losses}
+    state = {"config": _config_key(cfg), "step": step, "losses": losses, "seconds": seconds}
     (work / (STATE + ".tmp")).write_text(json.dumps(state))
     (work / (STATE + ".tmp")).replace(work / STATE)
 
