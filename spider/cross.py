@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from spider.errors import EncoderDeltaError
-from spider.retrieve.delta import EncoderDelta, read_delta, tuned_model_dir
+from spider.retrieve.delta import EncoderDelta, file_setting, read_delta, tuned_model_dir
 
 if TYPE_CHECKING:
     from spider.index import Index
@@ -42,8 +42,6 @@ CROSS_KIND = "cross-encoder"
 CROSS_FILE = Path(__file__).with_name("cross_encoder.npz")
 REGENERATE = "spider train cross --corpus DIR --work DIR --write-weights"
 DIRECTION = "head.direction"  # the head's unit vector, an array of the file
-NO_CROSS = ("", "none")
-BUNDLED = "bundled"
 MAX_DEPTH = 200
 
 
@@ -111,24 +109,14 @@ def read_cross(path: str | Path, base_dir: str | Path | None = None) -> CrossEnc
 
 def cross_path(spec: str) -> Path | None:
     """Where the setting ``cross_encoder`` points: None for none, the shipped file for
-    ``bundled``, else the path given; refuses a file that is not there."""
-    spec = spec.strip()
-    if spec.lower() in NO_CROSS:
-        return None
-    if spec.lower() == BUNDLED:
-        if not CROSS_FILE.is_file():
-            raise EncoderDeltaError(
-                f"SPIDER_CROSS_ENCODER=bundled: this install ships no cross-encoder (no file "
-                f"{CROSS_FILE}); make one with `{REGENERATE}` or unset SPIDER_CROSS_ENCODER"
-            )
-        return CROSS_FILE
-    path = Path(spec).expanduser()
-    if not path.is_file():
-        raise EncoderDeltaError(
-            f"cross-encoder {spec!r}: no file at {path}; make one with `{REGENERATE}` or "
-            "unset SPIDER_CROSS_ENCODER"
-        )
-    return path
+    ``bundled``, else the path given (:func:`spider.retrieve.delta.file_setting`)."""
+    return file_setting(
+        spec,
+        shipped=CROSS_FILE,
+        variable="SPIDER_CROSS_ENCODER",
+        what="cross-encoder",
+        regenerate=REGENERATE,
+    )
 
 
 def load_cross(spec: str) -> CrossEncoderFile | None:
@@ -220,7 +208,6 @@ def rescore(
 
 
 __all__ = [
-    "BUNDLED",
     "CROSS_FILE",
     "CROSS_KIND",
     "CrossEncoderFile",

@@ -29,7 +29,7 @@ from spider.cli_common import (
     terminal_progress,
 )
 from spider.errors import SpiderError
-from spider.learn.delta_cli import ExcludedOpt
+from spider.learn.delta_cli import Bf16Opt, BudgetOpt, ExcludedOpt, step_reporter
 
 GROUP = "train"
 RANKER_PARAMS = (7, 200, 1.0)  # leaves, trees, prior: the shipped pool ranker's settings
@@ -72,17 +72,8 @@ def cross(
         ),
     ] = None,
     seed: Annotated[int, typer.Option()] = 0,
-    bf16: Annotated[
-        bool | None,
-        typer.Option(
-            "--bf16/--fp32",
-            help="bfloat16 autocast [default: where the CPU multiplies bf16 natively]",
-            show_default=False,
-        ),
-    ] = None,
-    budget_minutes: Annotated[
-        float | None, typer.Option(help="stop at a checkpoint after this long (run again)")
-    ] = None,
+    bf16: Bf16Opt = None,
+    budget_minutes: BudgetOpt = None,
     excluded: ExcludedOpt = [],  # noqa: B006 - typer reads the default, never mutates it
     write_weights: WriteWeightsOpt = False,
     weights_file: WeightsFileOpt = None,
@@ -97,7 +88,6 @@ def cross(
     from spider.learn.excluded import excluded_repos
     from spider.learn.ranker import Params, fit, training_rows
     from spider.pool_rank import default_ranker
-    from spider.progress import TRAINING
     from spider.retrieve.delta import weights_fingerprint
     from spider.retrieve.dense import bundled_model_path
 
@@ -141,15 +131,10 @@ def cross(
             typer.echo(f"left out {dropped} issues of excluded repositories")
         base = bundled_model_path()
         with terminal_progress(progress) as listener:
-
-            def on_step(step: int, total: int, loss: float) -> None:
-                if listener is not None:
-                    listener(TRAINING, step, total, f"loss {loss:.3f}")
-                elif step % 25 == 0:
-                    logging.getLogger("spider").info("step %d/%d loss %.4f", step, total, loss)
-
             budget = budget_minutes * 60 if budget_minutes is not None else None
-            model, result = train(teach, held, base, work, cfg, budget_s=budget, on_step=on_step)
+            model, result = train(
+                teach, held, base, work, cfg, budget_s=budget, on_step=step_reporter(listener)
+            )
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     for point in result.curve:

@@ -46,6 +46,7 @@ import numpy as np
 from spider.cross import combined
 from spider.errors import InputError
 from spider.learn.corpus import corpus_files
+from spider.learn.encoder_tune import warmup_cosine
 from spider.learn.excluded import is_excluded
 from spider.learn.ranker import mean_metrics, metrics
 
@@ -338,15 +339,6 @@ def read_curve(work: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _schedule(step: int, total: int, warmup: int) -> float:
-    import math
-
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
 def _config_key(cfg: CrossConfig) -> dict[str, Any]:
     d = asdict(cfg)
     for how_often in ("checkpoint_every", "eval_every", "eval_issues"):
@@ -411,7 +403,7 @@ def train(
     while step < cfg.steps:
         batch = epoch_batch(teach, cfg.batch, step, cfg.seed)
         for g in opt.param_groups:
-            g["lr"] = g["base"] * _schedule(step, cfg.steps, cfg.warmup)
+            g["lr"] = g["base"] * warmup_cosine(step, cfg.steps, cfg.warmup)
         loss = group_loss(model, batch, cfg, random.Random(f"{cfg.seed}:{step}"))
         loss.backward()
         torch.nn.utils.clip_grad_norm_([*lora, model.direction, model.bias], 1.0)

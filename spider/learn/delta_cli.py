@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -33,6 +34,9 @@ from spider.cli_common import (
 )
 from spider.errors import SpiderError
 
+if TYPE_CHECKING:
+    from spider.progress import Progress
+
 GROUP = "train"
 ExcludedOpt = Annotated[
     list[Path],
@@ -41,6 +45,34 @@ ExcludedOpt = Annotated[
         help="further lists of owner/name never to train on (the shipped list always applies)",
     ),
 ]
+
+
+Bf16Opt = Annotated[
+    bool | None,
+    typer.Option(
+        "--bf16/--fp32",
+        help="bfloat16 autocast [default: where the CPU multiplies bf16 natively (AMX, "
+        "AVX-512 BF16); elsewhere it is emulated and several times slower than fp32]",
+        show_default=False,
+    ),
+]
+BudgetOpt = Annotated[
+    float | None, typer.Option(help="stop at a checkpoint after this long (run again)")
+]
+
+
+def step_reporter(listener: Progress | None) -> Callable[[int, int, float], None]:
+    """What a training loop calls after each step: the progress bar's training phase, or
+    a log line every 25 steps when there is no bar."""
+    from spider.progress import TRAINING
+
+    def on_step(step: int, total: int, loss: float) -> None:
+        if listener is not None:
+            listener(TRAINING, step, total, f"loss {loss:.3f}")
+        elif step % 25 == 0:
+            logging.getLogger("spider").info("step %d/%d loss %.4f", step, total, loss)
+
+    return on_step
 
 
 def pairs(
@@ -192,18 +224,8 @@ def delta(
             help="drop issue pairs the untuned model ranks last among their negatives",
         ),
     ] = True,
-    bf16: Annotated[
-        bool | None,
-        typer.Option(
-            "--bf16/--fp32",
-            help="bfloat16 autocast [default: where the CPU multiplies bf16 natively (AMX, "
-            "AVX-512 BF16); elsewhere it is emulated and several times slower than fp32]",
-            show_default=False,
-        ),
-    ] = None,
-    budget_minutes: Annotated[
-        float | None, typer.Option(help="stop at a checkpoint after this long (run again)")
-    ] = None,
+    bf16: Bf16Opt = None,
+    budget_minutes: BudgetOpt = None,
     excluded: ExcludedOpt = [],  # noqa: B006
     write_weights: WriteWeightsOpt = False,
     weights_file: WeightsFileOpt = None,
@@ -215,7 +237,6 @@ def delta(
     from spider.learn.encoder_tune import TuneConfig, tune, write_delta
     from spider.learn.excluded import excluded_repos
     from spider.learn.pairs import read_pair_folder
-    from spider.progress import TRAINING
     from spider.retrieve.delta import DELTA_FILE, weights_fingerprint
     from spider.retrieve.dense import bundled_model_path
 
@@ -239,15 +260,10 @@ def delta(
         data = read_pair_folder(pairs_dir, excluded_repos(excluded))
         base = bundled_model_path()
         with terminal_progress(progress) as listener:
-
-            def on_step(step: int, total: int, loss: float) -> None:
-                if listener is not None:
-                    listener(TRAINING, step, total, f"loss {loss:.3f}")
-                elif step % 25 == 0:
-                    logging.getLogger("spider").info("step %d/%d loss %.4f", step, total, loss)
-
             budget = budget_minutes * 60 if budget_minutes is not None else None
-            model, result = tune(data, base, work, cfg, budget_s=budget, on_step=on_step)
+            model, result = tune(
+                data, base, work, cfg, budget_s=budget, on_step=step_reporter(listener)
+            )
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     for point in result.curve:

@@ -356,7 +356,8 @@ def _interleave_sources(rows: Sequence[Pair]) -> list[Pair]:
     return out
 
 
-def _schedule(step: int, total: int, warmup: int) -> float:
+def warmup_cosine(step: int, total: int, warmup: int) -> float:
+    """The learning-rate factor at ``step``: linear warm-up, then cosine decay to 0."""
     if step < warmup:
         return (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
@@ -429,7 +430,7 @@ def tune(
                 epoch_batches = _epoch(data, cfg, kind, epoch)
             batch = epoch_batches[local % per_epoch]
             for g in opt.param_groups:
-                g["lr"] = cfg.lr * _schedule(local, steps, cfg.warmup)
+                g["lr"] = cfg.lr * warmup_cosine(local, steps, cfg.warmup)
             loss = batch_loss(model, tok, batch, cfg, random.Random(f"{cfg.seed}:{step}"))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)

@@ -392,26 +392,39 @@ def _write_tuned(delta: EncoderDelta, base_dir: Path, out: Path) -> None:
     (out / PROVENANCE_FILE).write_text(json.dumps(provenance, indent=2, default=str) + "\n")
 
 
-def delta_path(spec: str) -> Path | None:
-    """Where the setting ``encoder_delta`` points: None for none (empty or ``none``), the
-    shipped file for ``bundled``, else the path given; refuses a file that is not there."""
+def file_setting(
+    spec: str, *, shipped: Path, variable: str, what: str, regenerate: str
+) -> Path | None:
+    """Where a setting naming a model file points: None for none (empty or ``none``),
+    ``shipped`` for ``bundled``, else the path given; refuses a file that is not there
+    (``variable`` and ``what`` name the setting and the model in the message)."""
     spec = spec.strip()
     if spec.lower() in NO_DELTA:
         return None
     if spec.lower() == BUNDLED:
-        if not DELTA_FILE.is_file():
+        if not shipped.is_file():
             raise EncoderDeltaError(
-                f"SPIDER_ENCODER_DELTA=bundled: this install ships no tuned encoder (no file "
-                f"{DELTA_FILE}); make one with `{REGENERATE}` or unset SPIDER_ENCODER_DELTA"
+                f"{variable}=bundled: this install ships no {what} (no file {shipped}); make "
+                f"one with `{regenerate}` or unset {variable}"
             )
-        return DELTA_FILE
+        return shipped
     path = Path(spec).expanduser()
     if not path.is_file():
         raise EncoderDeltaError(
-            f"encoder delta {spec!r}: no file at {path}; make one with `{REGENERATE}` or "
-            "unset SPIDER_ENCODER_DELTA"
+            f"{what} {spec!r}: no file at {path}; make one with `{regenerate}` or unset {variable}"
         )
     return path
+
+
+def delta_path(spec: str) -> Path | None:
+    """Where the setting ``encoder_delta`` points (:func:`file_setting`)."""
+    return file_setting(
+        spec,
+        shipped=DELTA_FILE,
+        variable="SPIDER_ENCODER_DELTA",
+        what="tuned encoder",
+        regenerate=REGENERATE,
+    )
 
 
 def load_delta(spec: str, base_dir: str | Path | None = None) -> EncoderDelta | None:
@@ -441,6 +454,7 @@ __all__ = [
     "base_name",
     "check_base",
     "delta_path",
+    "file_setting",
     "load_delta",
     "read_delta",
     "tuned_model_dir",

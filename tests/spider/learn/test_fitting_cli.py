@@ -111,4 +111,6 @@ def test_the_cli_defaults_are_the_corpus_defaults_and_load_no_fitting_code() -> 
     probe = "import sys, spider.cli; print(sorted(m for m in sys.modules if m.startswith(('scipy', 'sklearn', 'lightgbm', 'spider.learn.'))))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     # the command modules only: their fitting code is imported when a command runs
-    assert out.stdout.strip() == "['spider.learn.cli', 'spider.learn.delta_cli']"
+    assert out.stdout.strip() == (
+        "['spider.learn.cli', 'spider.learn.cross_cli', 'spider.learn.delta_cli']"
+    )
