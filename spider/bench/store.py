@@ -202,10 +202,10 @@ def language_of(function_ids: Sequence[str]) -> str:
     return max(sorted(counts), key=counts.__getitem__) if counts else "unknown"
 
 
-def _encoder_deltas(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """The tuned encoder deltas (digests) the predictions were ranked with, when any was."""
-    seen = sorted({str(d) for r in rows if (d := (r.get("settings") or {}).get("encoder_delta"))})
-    return {"encoder_deltas": seen} if seen else {}
+def _recorded(rows: list[dict[str, Any]], key: str) -> list[str]:
+    """The distinct values of one setting record (``encoder_delta``, ``cross_encoder``:
+    digests) over the predictions, when any was set."""
+    return sorted({str(d) for r in rows if (d := (r.get("settings") or {}).get(key))})
 
 
 def summarise(
@@ -224,10 +224,12 @@ def summarise(
         if r["instance_id"] in wanted and r["method"] in names and r.get("metrics"):
             latest[(r["instance_id"], r["method"])] = r
     kept = list(latest.values())
-    deltas = _encoder_deltas(kept)
+    deltas, crosses = _recorded(kept, "encoder_delta"), _recorded(kept, "cross_encoder")
     model = cfg.settings.model or "all-MiniLM-L6-v2 (bundled)"
     if deltas:
-        model += " + tuned delta " + ", ".join(deltas["encoder_deltas"])
+        model += " + tuned delta " + ", ".join(deltas)
+    if crosses:
+        model += "; cross-encoder " + ", ".join(crosses)
     overall: dict[str, Any] = {}
     per_repo: dict[str, dict[str, Any]] = {}
     per_language: dict[str, dict[str, Any]] = {}
@@ -253,7 +255,8 @@ def summarise(
         "codes_in_predictions": sorted({str(r.get("code")) for r in kept}),
         "k": cfg.settings.k,
         "model": model,
-        **deltas,
+        **({"encoder_deltas": deltas} if deltas else {}),
+        **({"cross_encoders": crosses} if crosses else {}),
         "instances": len(instances),
         "scored": len({r["instance_id"] for r in kept}),
         "skipped": skipped or {},

@@ -115,3 +115,27 @@ def test_a_repository_counts_under_the_language_of_all_its_fixes() -> None:
     )
     summary = summarise(rows, insts, cfg)  # type: ignore[arg-type]
     assert summary["per_language"]["bm25"] == {"cpp": summary["methods"]["bm25"]}
+
+
+def test_the_summary_names_the_tuned_models_the_predictions_ran_with() -> None:
+    from types import SimpleNamespace
+
+    from spider.bench.store import summarise
+    from spider.dataset import Instance
+    from spider.settings import EngineSettings
+
+    def row(iid: str, settings: dict[str, object]) -> dict[str, object]:
+        return {"instance_id": iid, "repo": "o/r", "method": "default", "gt": ["a.py:f"],
+                "metrics": {"R@20": 1.0}, "seconds": 1.0, "timings": {}, "settings": settings}  # fmt: skip
+
+    insts = [Instance(i, "o/r", "0" * 40, "t", "") for i in ("a", "b")]
+    cfg = SimpleNamespace(
+        methods=[SimpleNamespace(name="default")], settings=EngineSettings(), command="x"
+    )
+    plain = summarise([row("a", {}), row("b", {})], insts, cfg)  # type: ignore[arg-type]
+    assert plain["model"] == "all-MiniLM-L6-v2 (bundled)"
+    assert "cross_encoders" not in plain and "encoder_deltas" not in plain
+    tuned = [row("a", {"encoder_delta": "d1", "cross_encoder": "c1"}), row("b", {})]
+    summary = summarise(tuned, insts, cfg)  # type: ignore[arg-type]
+    assert summary["encoder_deltas"] == ["d1"] and summary["cross_encoders"] == ["c1"]
+    assert summary["model"] == "all-MiniLM-L6-v2 (bundled) + tuned delta d1; cross-encoder c1"
