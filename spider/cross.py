@@ -3,7 +3,7 @@
 The pool ranker orders a few hundred candidates by features of separate views (the issue's
 vector and the function's, word matches, graph relations). A cross-encoder reads the issue
 and one function as a single input, so each word of the issue attends to each token of the
-code; that is too slow for a repository, so it scores only the ranker's top ``depth`` (50)
+code; that is too slow for a repository, so it scores only the ranker's top ``depth`` (30)
 and the two scores are combined: within those items, the ranker's standardised score
 plus ``weight`` x the cross-encoder's (both the depth and the weight come with the file,
 the weight chosen on issues of repositories the model never trained on). Items below the
@@ -119,15 +119,6 @@ def cross_path(spec: str) -> Path | None:
     )
 
 
-def load_cross(spec: str) -> CrossEncoderFile | None:
-    """The file the setting names (None: off), read once per process and file version."""
-    path = cross_path(spec)
-    if path is None:
-        return None
-    st = path.stat()
-    return _read_cached(str(path.resolve()), st.st_size, st.st_mtime_ns)
-
-
 @lru_cache(maxsize=4)
 def _read_cached(path: str, _size: int, _mtime_ns: int) -> CrossEncoderFile:
     from spider.retrieve.dense import bundled_model_path
@@ -203,8 +194,9 @@ def rescore(
         return order, logits, 0
     documents = index.documents()
     cross = scorer.scores(issue.text, [documents[int(i)] for i in order[:n]])
-    new, top = rerank_top(order, np.asarray(logits), cross, scorer.file.weight)
-    return new, np.concatenate([top, np.asarray(logits)[n:]]), n
+    logits = np.asarray(logits)
+    new, top = rerank_top(order, logits, cross, scorer.file.weight)
+    return new, np.concatenate([top, logits[n:]]), n
 
 
 __all__ = [
@@ -214,7 +206,6 @@ __all__ = [
     "CrossScorer",
     "combined",
     "cross_path",
-    "load_cross",
     "read_cross",
     "rerank_top",
     "rescore",

@@ -10,8 +10,9 @@ hours on two cores, so a repository without vectors takes the engine's cold path
 cheap rankers (BM25, file BM25, issue signals) choose the pool and only the pool is
 embedded, through the same content-hash cache that shares vectors across commits. The
 edited functions' own vectors are embedded too, so the issue encoder can be trained from
-the corpus alone, and the pool's texts and the issue's are kept for the cross-encoder. A finished instance is never redone; a failed one is recorded in
-``DIR/errors.jsonl`` and retried on the next run.
+the corpus alone, and the pool's texts and the issue's are kept for the cross-encoder. A
+finished instance is never redone; a failed one is recorded in ``DIR/errors.jsonl`` and
+retried on the next run.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ by :mod:`spider.learn.cli`.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -84,8 +85,15 @@ def cross(
     from spider.cpu import has_native_bf16
     from spider.cross import CROSS_FILE
     from spider.learn.corpus import read_corpus
-    from spider.learn.cross_tune import CrossConfig, read_groups, split_holdout, train, write_cross
-    from spider.learn.excluded import excluded_repos
+    from spider.learn.cross_tune import (
+        CrossConfig,
+        holdout_repos,
+        read_groups,
+        split_holdout,
+        train,
+        write_cross,
+    )
+    from spider.learn.excluded import excluded_repos, is_excluded
     from spider.learn.ranker import Params, fit, training_rows
     from spider.pool_rank import default_ranker
     from spider.retrieve.delta import weights_fingerprint
@@ -111,22 +119,21 @@ def cross(
     try:
         skip = excluded_repos(excluded)
         ranker = default_ranker()
-        groups, dropped = read_groups(corpus, skip, None, depth)
-        teach, held, held_repos = split_holdout(groups, holdout, seed)
+        rows, _ = training_rows(read_corpus(corpus))
+        rows = [r for r in rows if r.positives > 0 and not is_excluded(r.repo, skip)]
+        held_repos = holdout_repos(dict(Counter(r.repo for r in rows)), holdout, seed)
         if held_repos:
-            rows, _ = training_rows(read_corpus(corpus))
             leaves, trees, prior = RANKER_PARAMS
             ranker = fit(
-                [r for r in rows if r.repo not in held_repos and r.repo.lower() not in skip],
-                Params(leaves, trees, prior=prior),
+                [r for r in rows if r.repo not in held_repos], Params(leaves, trees, prior=prior)
             )
+        groups, dropped = read_groups(corpus, skip, ranker.scores if ranker else None, depth)
+        teach, held, held_repos = split_holdout(groups, holdout, seed)
+        if held_repos:
             typer.echo(
                 f"held out {len(held)} issues of {', '.join(held_repos)}; their pools are "
                 "ordered by a ranker refitted without them"
             )
-        if ranker is not None:
-            groups, dropped = read_groups(corpus, skip, ranker.scores, depth)
-            teach, held, held_repos = split_holdout(groups, holdout, seed)
         if dropped:
             typer.echo(f"left out {dropped} issues of excluded repositories")
         base = bundled_model_path()

@@ -5,7 +5,7 @@
 A bi-encoder embeds the issue and the function apart and compares two vectors; a
 cross-encoder reads the pair as one input (``[CLS] issue [SEP] function [SEP]``), so every
 word of the issue attends to every token of the code. It is too slow for a whole
-repository, so it scores only the pool ranker's top ``depth`` (50) and its score joins the
+repository, so it scores only the pool ranker's top ``depth`` (30) and its score joins the
 ranker's (:mod:`spider.cross`).
 
 The model is the bundled all-MiniLM-L6-v2 with low-rank adapters (LoRA, through ``peft``,
@@ -36,6 +36,7 @@ import json
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ import numpy as np
 from spider.cross import combined
 from spider.errors import InputError
 from spider.learn.corpus import corpus_files
-from spider.learn.encoder_tune import warmup_cosine
+from spider.learn.encoder_tune import read_curve, warmup_cosine
 from spider.learn.excluded import is_excluded
 from spider.learn.ranker import mean_metrics, metrics
 
@@ -173,22 +174,28 @@ def read_groups(
     return groups, dropped
 
 
-def split_holdout(
-    groups: Sequence[Group], share: float, seed: int
-) -> tuple[list[Group], list[Group], list[str]]:
-    """Whole repositories holding about ``share`` of the issues, kept out of training."""
+def holdout_repos(counts: dict[str, int], share: float, seed: int) -> list[str]:
+    """Whole repositories, in a seeded order, until they hold about ``share`` of the
+    issues (``counts``: issues per repository); none for a share of 0."""
     if share <= 0:
-        return list(groups), [], []
-    counts: dict[str, int] = {}
-    for g in groups:
-        counts[g.repo] = counts.get(g.repo, 0) + 1
+        return []
+    total = sum(counts.values())
     repos = sorted(counts)
     random.Random(seed).shuffle(repos)
     held: list[str] = []
     for repo in repos:
-        if sum(counts[r] for r in held) >= share * len(groups):
+        if sum(counts[r] for r in held) >= share * total:
             break
         held.append(repo)
+    return held
+
+
+def split_holdout(
+    groups: Sequence[Group], share: float, seed: int
+) -> tuple[list[Group], list[Group], list[str]]:
+    """The groups to train on, those of the kept-out repositories, and those repositories
+    (:func:`holdout_repos`)."""
+    held = holdout_repos(dict(Counter(g.repo for g in groups)), share, seed)
     keep = set(held)
     return [g for g in groups if g.repo not in keep], [g for g in groups if g.repo in keep], held
 
@@ -257,21 +264,18 @@ class CrossModel:
                 neg_q.append(g.query)
                 neg_d.append(g.negatives[0])
         with torch.no_grad():
-            pos = torch.cat(
-                [
-                    self.vectors(pos_q[s : s + 16], pos_d[s : s + 16])
-                    for s in range(0, len(pos_q), 16)
-                ]
-            )
-            neg = torch.cat(
-                [
-                    self.vectors(neg_q[s : s + 16], neg_d[s : s + 16])
-                    for s in range(0, len(neg_q), 16)
-                ]
+            pos, neg = (
+                self._vectors_in_batches(pos_q, pos_d),
+                self._vectors_in_batches(neg_q, neg_d),
             )
             self.direction.copy_(torch.nn.functional.normalize(pos.mean(0) - neg.mean(0), dim=0))
             mid = ((pos + neg) / 2).mean(0) @ self.direction
             self.bias.fill_(float(-self.cfg.scale * mid))
+
+    def _vectors_in_batches(self, queries: list[str], docs: list[str], size: int = 16) -> Any:
+        torch = _torch()
+        parts = range(0, len(queries), size)
+        return torch.cat([self.vectors(queries[s : s + size], docs[s : s + size]) for s in parts])
 
     def head(self) -> tuple[np.ndarray, float]:
         """The unit direction and the bias, as the inference file stores them."""
@@ -302,15 +306,12 @@ def evaluate(groups: Sequence[Group], cross: Sequence[np.ndarray]) -> dict[str, 
     ranker plus each weight of the cross-encoder, and by the cross-encoder alone."""
     out: dict[str, list[dict[str, float]]] = {}
     for g, c in zip(groups, cross, strict=True):
-        for w in WEIGHTS:
-            order = np.argsort(-combined(g.ranker, c, w), kind="stable")
-            out.setdefault(f"{w:g}", []).append(
+        orders = {f"{w:g}": combined(g.ranker, c, w) for w in WEIGHTS} | {CROSS_ONLY: c}
+        for key, score in orders.items():
+            order = np.argsort(-score, kind="stable")
+            out.setdefault(key, []).append(
                 metrics(np.concatenate([g.labels[order], g.tail]), g.total)
             )
-        order = np.argsort(-c, kind="stable")
-        out.setdefault(CROSS_ONLY, []).append(
-            metrics(np.concatenate([g.labels[order], g.tail]), g.total)
-        )
     return {k: mean_metrics(v) for k, v in out.items()}
 
 
@@ -323,20 +324,12 @@ def best_weight(point: dict[str, dict[str, float]]) -> float:
 def _curve_point(model: CrossModel, held: Sequence[Group], work: Path, step: int) -> dict[str, Any]:
     t = time.perf_counter()
     scores = [model.score(g.query, list(g.texts)) for g in held]
-    point = {"step": step, "issues": len(held), **{"by": evaluate(held, scores)}}
-    point["best_weight"] = best_weight(point["by"])
+    by = evaluate(held, scores)
+    point = {"step": step, "issues": len(held), "by": by, "best_weight": best_weight(by)}
     point["seconds"] = round(time.perf_counter() - t, 1)
     with (work / CURVE).open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(point) + "\n")
     return point
-
-
-def read_curve(work: Path) -> list[dict[str, Any]]:
-    """The validation points written so far (none without a holdout)."""
-    path = work / CURVE
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _config_key(cfg: CrossConfig) -> dict[str, Any]:
@@ -519,6 +512,7 @@ __all__ = [
     "epoch_batch",
     "evaluate",
     "group_loss",
+    "holdout_repos",
     "read_curve",
     "read_groups",
     "split_holdout",
