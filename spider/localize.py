@@ -16,9 +16,10 @@ from spider.models import Hit, Issue, Localization, Reason, RunSettings
 from spider.pool_rank import (
     Calibration,
     PoolRanker,
-    default_ranker,
+    custom_digest,
     rank_pool,
     ranker_reads_history,
+    settings_ranker,
 )
 from spider.rerank import HeadCalibration, default_calibration, rerank_with_logits
 from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
@@ -35,22 +36,25 @@ def ranked_first_stage(
     index: Index, issue: Issue, settings: EngineSettings, *, ranker: PoolRanker | None = None
 ) -> FirstStage:
     """The first stage, re-ordered by the learned model the settings ask for: the pool
-    ranker over the top ``ranker_depth`` (``ranker`` or the shipped one), or the head
-    model over the top K (also when no pool model ships). The first stage computes the
+    ranker over the top ``ranker_depth`` (``ranker`` or the one the settings name), or the
+    head model over the top K (also when no pool model ships). The first stage computes the
     models' feature inputs only when one of them runs; re-ordering makes a new record."""
     fs = first_stage(index, issue, settings, learned=settings.reranks)
     if not settings.reranks:
         return fs
     if settings.ranker == "pool":
-        ranker = ranker or default_ranker()
+        ranker = ranker or settings_ranker(settings)
     if settings.ranker == "pool" and ranker is not None:
         depth = min(settings.ranker_depth or ranker.depth, len(fs.order))
         order, logits = rank_pool(index, fs, issue, ranker, depth)
         scorer = settings_scorer(settings)
+        digest = custom_digest(ranker)
         if scorer is None:
-            return fs.reordered(Reordering(order, logits, "pool", depth))
+            return fs.reordered(Reordering(order, logits, "pool", depth, ranker=digest))
         order, logits, read = rescore(index, fs.issue or issue, order, logits, scorer)
-        return fs.reordered(Reordering(order, logits, "pool", depth, scorer.file.digest, read))
+        return fs.reordered(
+            Reordering(order, logits, "pool", depth, scorer.file.digest, read, ranker=digest)
+        )
     order, logits = rerank_with_logits(index, fs, settings.k, issue=issue)
     return fs.reordered(Reordering(order, logits, "head", min(settings.k, len(fs.order))))
 
@@ -63,12 +67,14 @@ def read_history(fs: FirstStage, settings: EngineSettings, ranker: PoolRanker | 
     )
 
 
-def confidence(fs: FirstStage, ranker: PoolRanker | None = None) -> float | None:
+def confidence(
+    fs: FirstStage, settings: EngineSettings, ranker: PoolRanker | None = None
+) -> float | None:
     """Calibrated chance that the first listed function needs the edit (None: not estimated)."""
     if fs.head_logits is None or not len(fs.head_logits):
         return None
     if fs.ranked_by == "pool":
-        ranker = ranker or default_ranker()
+        ranker = ranker or settings_ranker(settings)
         cal: Calibration | HeadCalibration | None = ranker.calibration if ranker else None
     else:
         cal = default_calibration()
@@ -186,7 +192,8 @@ def locate(
 ) -> Localization:
     """The K functions most likely to need an edit for ``issue``, each with its reasons.
 
-    ``ranker`` replaces the shipped pool ranker (tests, the training's evaluation)."""
+    ``ranker`` replaces the pool ranker the settings name (tests, the training's
+    evaluation)."""
     settings = settings or index.settings
     if not issue.text.strip():
         raise EmptyIssue("the issue has no title or body text to search with")
@@ -282,12 +289,13 @@ def locate(
             encoder_delta=_delta_digest(index) if fs.query_texts else "",
             cross_encoder=fs.reordering.cross if fs.reordering else "",
             cross_depth=fs.reordering.cross_depth if fs.reordering else 0,
+            ranker_file=fs.reordering.ranker if fs.reordering else "",
         ),
         timings=timings,
         expansion=exp.centres,
         selector_calls=len(exp.requests),
         selector_failures=selector.failures - failed_before,
-        confidence=confidence(fs, ranker),
+        confidence=confidence(fs, settings, ranker),
     )
 
 

@@ -276,6 +276,7 @@ class RunSettings:
     encoder_delta: str = ""  # digest of the tuned encoder delta dense ranked with; "" = none
     cross_encoder: str = ""  # digest of the cross-encoder that re-scored the top; "" = none
     cross_depth: int = 0  # how many of the ranker's top items it read
+    ranker_file: str = ""  # digest of the pool ranker's file when not the shipped one
 
     @classmethod
     def of(
@@ -291,6 +292,7 @@ class RunSettings:
         encoder_delta: str = "",
         cross_encoder: str = "",
         cross_depth: int = 0,
+        ranker_file: str = "",
     ) -> RunSettings:
         """The record of a run with these engine settings and what the first stage did."""
         return cls(
@@ -312,6 +314,7 @@ class RunSettings:
             encoder_delta=encoder_delta,
             cross_encoder=cross_encoder,
             cross_depth=cross_depth,
+            ranker_file=ranker_file,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -332,6 +335,7 @@ class RunSettings:
             "model": self.model,
             "encoder": self.encoder,
             **({"encoder_delta": self.encoder_delta} if self.encoder_delta else {}),
+            **({"ranker_file": self.ranker_file} if self.ranker_file else {}),
             **(
                 {"cross_encoder": self.cross_encoder, "cross_depth": self.cross_depth}
                 if self.cross_encoder
@@ -372,10 +376,12 @@ class Localization:
             first += ", plus the issue's own evidence such as tracebacks and names"
         steps = [first]
         if s.rerank == "pool":
-            steps.append(
-                f"the top {s.ranked_depth} re-scored by the learned ranker "
-                "(trained on other projects' fixed issues)"
+            trained = (
+                f"from the file the install chose, digest {s.ranker_file}"
+                if s.ranker_file
+                else "trained on other projects' fixed issues"
             )
+            steps.append(f"the top {s.ranked_depth} re-scored by the learned ranker ({trained})")
             if s.cross_encoder:
                 steps.append(
                     f"its top {s.cross_depth} each read together with the issue by the "

@@ -22,6 +22,7 @@ LightGBM's own ``predict`` on the same rows.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spider.calibration import Calibration
-from spider.errors import WeightsFormatError
+from spider.errors import InvalidSetting, WeightsFormatError
 from spider.features import HISTORY_FEATURES, RANKER_FEATURES, ranker_features
 from spider.weights import SCHEMA_VERSION, read_checked
 
@@ -46,6 +47,7 @@ MODEL_FILE = Path(__file__).with_name("pool_ranker.json")
 MODEL_KIND = "pool-ranker"
 REGENERATE = "spider train ranker --write-weights"
 DEFAULT_DEPTH = 200  # candidates re-scored when the file does not say
+DIGEST_CHARS = 12
 
 
 @dataclass(frozen=True)
@@ -181,12 +183,14 @@ class PoolRanker:
     calibration: Calibration | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     prior: float = 0.0  # weight of the first stage's order the trees start from (-log rank)
+    digest: str = ""  # sha256 of the file it was read from, first 12 hex characters
 
     @classmethod
     def load(cls, path: str | Path = MODEL_FILE) -> PoolRanker:
         """Read a model file written by ``spider train ranker`` (schema and features checked)."""
         path = Path(path)
         data = read_checked(path, kind=MODEL_KIND, regenerate=REGENERATE)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:DIGEST_CHARS]
         hint = f"regenerate it with `{REGENERATE}`"
         names = list(data.get("features", []))
         # a file fitted before features were appended reads the ones it knows
@@ -228,7 +232,7 @@ class PoolRanker:
             for k, v in data.items()
             if k not in ("schema", "kind", "features", "trees", "depth", "calibration", "prior")
         }
-        return cls(ensemble, depth, calibration, meta, float(prior))
+        return cls(ensemble, depth, calibration, meta, float(prior), digest)
 
     def reads(self, names: Sequence[str]) -> bool:
         """Whether any tree splits on one of the features ``names``."""
@@ -263,26 +267,62 @@ def dump_ranker(
     Path(path).write_text(json.dumps(body, separators=(",", ":")) + "\n")
 
 
-@lru_cache(maxsize=1)
+@lru_cache(maxsize=4)
+def _read(path: str, mtime_ns: int, size: int) -> PoolRanker:
+    """One model file, read once while it stays the same file (``mtime_ns``, ``size``)."""
+    return PoolRanker.load(path)
+
+
+def load_ranker(path: str | Path) -> PoolRanker:
+    """The model in ``path``, cached until the file changes."""
+    st = Path(path).stat()
+    return _read(str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+
+
 def default_ranker() -> PoolRanker | None:
     """The shipped model, or None when no model file ships (the head model orders then)."""
-    return PoolRanker.load() if MODEL_FILE.exists() else None
+    return load_ranker(MODEL_FILE) if MODEL_FILE.exists() else None
+
+
+def settings_ranker(settings: EngineSettings) -> PoolRanker | None:
+    """The pool ranker ``settings`` ask for: None unless ``ranker`` is pool; the file
+    ``ranker_file`` names, else the shipped one (None when none ships)."""
+    if settings.ranker != "pool":
+        return None
+    spec = settings.ranker_file.strip()
+    if not spec:
+        return default_ranker()
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise InvalidSetting(
+            f"SPIDER_RANKER_FILE={spec!r}: no file at {path}; fit one with "
+            f"`spider train ranker --weights-file {path} --write-weights` or unset it "
+            "for the shipped ranker"
+        )
+    return load_ranker(path)
+
+
+def custom_digest(ranker: PoolRanker) -> str:
+    """The digest of ``ranker``'s file when that is not the shipped model (a file
+    ``ranker_file`` names); "" for the shipped one and for a model read from no file."""
+    shipped = default_ranker()
+    return "" if shipped is not None and ranker.digest == shipped.digest else ranker.digest
 
 
 def ranker_reads_history(settings: EngineSettings, ranker: PoolRanker | None = None) -> bool:
-    """Whether the pool ranker (the shipped one unless given) reads history at inference
-    under ``settings``."""
+    """Whether the pool ranker (the one ``settings`` name unless given) reads history at
+    inference under ``settings``."""
     if settings.history_commits <= 0:
         return False
-    ranker = ranker or (default_ranker() if settings.ranker == "pool" else None)
+    ranker = ranker or settings_ranker(settings)
     return ranker is not None and ranker.reads(HISTORY_FEATURES)
 
 
 def history_depth(settings: EngineSettings, ranker: PoolRanker | None = None) -> int:
     """How many commits a checkout needs for the engine to read what it ranks with: the
     commit alone (1), or with ``history_commits`` more when history at inference is read
-    (fused into the first stage, or a feature of the pool ranker: the shipped one unless
-    given)."""
+    (fused into the first stage, or a feature of the pool ranker: the one the settings name
+    unless given)."""
     if settings.history_commits <= 0:
         return 1
     if settings.fusion_history > 0 or ranker_reads_history(settings, ranker):

@@ -203,6 +203,12 @@ class EngineSettings(BaseSettings):
     ranker_depth: int = Field(
         0, ge=0, le=2000, description="candidates the pool ranker re-scores; 0 = the model's own"
     )
+    ranker_file: str = Field(
+        "",
+        description="the pool ranker's model file: empty = the shipped spider/pool_ranker.json, "
+        "else the path of a file `spider train ranker --write-weights` wrote (one fitted on "
+        "your own projects' fixed issues); the comment then names the file's digest",
+    )
     demote_paths: bool = Field(
         True,
         description="after the ranker, move functions under tooling and copy folders (bin/, "

@@ -225,6 +225,7 @@ def summarise(
             latest[(r["instance_id"], r["method"])] = r
     kept = list(latest.values())
     deltas, crosses = _recorded(kept, "encoder_delta"), _recorded(kept, "cross_encoder")
+    rankers = _recorded(kept, "ranker_file")
     model = cfg.settings.model or "all-MiniLM-L6-v2 (bundled)"
     if deltas:
         model += " + tuned delta " + ", ".join(deltas)
@@ -257,6 +258,7 @@ def summarise(
         "model": model,
         **({"encoder_deltas": deltas} if deltas else {}),
         **({"cross_encoders": crosses} if crosses else {}),
+        **({"ranker_files": rankers} if rankers else {}),
         "instances": len(instances),
         "scored": len({r["instance_id"] for r in kept}),
         "skipped": skipped or {},

@@ -95,6 +95,7 @@ class Reordering:
     depth: int  # how many of the first stage's items it re-scored
     cross: str = ""  # digest of the cross-encoder that re-scored its top (spider.cross)
     cross_depth: int = 0  # how many of its top items the cross-encoder read
+    ranker: str = ""  # digest of the pool ranker's file when not the shipped one
 
 
 @dataclass(frozen=True, eq=False)

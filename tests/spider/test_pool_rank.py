@@ -9,15 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from spider.errors import InvalidSetting, WeightsFormatError
 from spider.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.index import Index
 from spider.learn.corpus import CorpusRow
 from spider.learn.ranker import Params, fit
 from spider.localize import locate
 from spider.models import Issue
-from spider.pool_rank import Calibration, PoolRanker, dump_ranker
+from spider.pool_rank import Calibration, PoolRanker, dump_ranker, settings_ranker
 from spider.retrieve.adapter import dump_adapter
 from spider.retrieve.first_stage import first_stage
+from spider.settings import EngineSettings
 from tests.spider.shop import shop_index
 
 ISSUE = Issue(
@@ -111,9 +113,12 @@ def test_the_list_follows_the_model_file(index: Index, tmp_path: Path) -> None:
         m = _ranker(prefer_long)
         paths[name] = tmp_path / f"{name}.json"
         dump_ranker(paths[name], replace(m, depth=50, calibration=Calibration(1.0, 0.0)), {})
-    settings = index.settings.model_copy(update={"selector": "none"})
     got = {
-        name: locate(index, ISSUE, settings, ranker=PoolRanker.load(path))
+        name: locate(
+            index,
+            ISSUE,
+            index.settings.model_copy(update={"selector": "none", "ranker_file": str(path)}),
+        )
         for name, path in paths.items()
     }
     lines = {name: [h.end_line - h.start_line for h in loc.hits] for name, loc in got.items()}
@@ -123,8 +128,38 @@ def test_the_list_follows_the_model_file(index: Index, tmp_path: Path) -> None:
     assert [h.id for h in got["long"].hits] != [h.id for h in got["short"].hits]
     loc = got["long"]
     assert loc.settings.rerank == "pool" and loc.settings.ranked_depth == len(index.function_ids)
-    assert "re-scored by the learned ranker" in loc.method()
+    digest = PoolRanker.load(paths["long"]).digest
+    assert len(digest) == 12 and digest != PoolRanker.load(paths["short"]).digest
+    assert loc.settings.to_dict()["ranker_file"] == digest
+    assert f"learned ranker (from the file the install chose, digest {digest})" in loc.method()
     assert loc.confidence is not None and 0 < loc.confidence < 1
+    shipped = locate(index, ISSUE, index.settings.model_copy(update={"selector": "none"}))
+    assert "ranker_file" not in shipped.settings.to_dict()
+    assert "(trained on other projects' fixed issues)" in shipped.method()
+
+
+def test_a_rewritten_model_file_is_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "mine.json"
+    dump_ranker(path, replace(_ranker(True), depth=50), {})
+    settings = EngineSettings(ranker_file=str(path))
+    first = settings_ranker(settings)
+    assert first is not None and settings_ranker(settings) is first  # read once
+    dump_ranker(path, replace(_ranker(False), depth=70), {})
+    again = settings_ranker(settings)
+    assert again is not None and again.depth == 70 and again.digest != first.digest
+    assert settings_ranker(settings.model_copy(update={"ranker": "head"})) is None
+
+
+def test_a_missing_model_file_is_refused_with_the_command_that_fits_one(
+    tmp_path: Path,
+) -> None:
+    settings = EngineSettings(ranker_file=str(tmp_path / "nope.json"))
+    with pytest.raises(InvalidSetting, match="spider train ranker --weights-file"):
+        settings_ranker(settings)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": 1, "kind": "head-model"}')
+    with pytest.raises(WeightsFormatError):
+        settings_ranker(EngineSettings(ranker_file=str(bad)))
 
 
 def test_head_ranker_on_request(index: Index) -> None:

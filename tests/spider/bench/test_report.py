@@ -135,7 +135,12 @@ def test_the_summary_names_the_tuned_models_the_predictions_ran_with() -> None:
     plain = summarise([row("a", {}), row("b", {})], insts, cfg)  # type: ignore[arg-type]
     assert plain["model"] == "all-MiniLM-L6-v2 (bundled)"
     assert "cross_encoders" not in plain and "encoder_deltas" not in plain
-    tuned = [row("a", {"encoder_delta": "d1", "cross_encoder": "c1"}), row("b", {})]
+    assert "ranker_files" not in plain
+    tuned = [
+        row("a", {"encoder_delta": "d1", "cross_encoder": "c1"}),
+        row("b", {"ranker_file": "r1"}),
+    ]
     summary = summarise(tuned, insts, cfg)  # type: ignore[arg-type]
     assert summary["encoder_deltas"] == ["d1"] and summary["cross_encoders"] == ["c1"]
+    assert summary["ranker_files"] == ["r1"]
     assert summary["model"] == "all-MiniLM-L6-v2 (bundled) + tuned delta d1; cross-encoder c1"
