@@ -135,6 +135,27 @@ def test_fetch_brings_the_history_the_engine_reads(settings: AppSettings, repo_p
     assert shallow.sha == checkout.sha
 
 
+def test_a_mirror_with_the_history_fetches_only_what_is_new(
+    settings: AppSettings, repo_path: Path
+) -> None:
+    _history(repo_path, 4)
+    mirrors = Mirrors(settings, depth=3)
+    first = mirrors.fetch(REPO, "main", token=None)
+    assert len(git(first.git_dir, "rev-list", first.sha).split()) == 3
+    write(repo_path, {"app.py": "def handler():\n    return 'new'\n"})
+    new = commit(repo_path, "One more change")
+    caught_up = mirrors.fetch(REPO, "main", token=None)
+    assert caught_up.sha == new
+    # no --depth this time: the window below the new head grew by the new commit
+    assert len(git(first.git_dir, "rev-list", new).split()) == 4
+    head_only = Mirrors(settings, depth=1).fetch(REPO, "main", token=None)
+    assert git(head_only.git_dir, "rev-list", new).split() == [new]
+    write(repo_path, {"app.py": "def handler():\n    return 'newer'\n"})
+    newer = commit(repo_path, "And another")
+    again = mirrors.fetch(REPO, "main", token=None)  # the head alone cut it: fetched deep
+    assert len(git(again.git_dir, "rev-list", newer).split()) == 3
+
+
 def test_the_shipped_ranker_decides_the_depth(settings: AppSettings, repo_path: Path) -> None:
     from spider import history_depth
 
