@@ -37,3 +37,11 @@ def test_overrides_continue_the_previous_method() -> None:
 def test_bad_specs(spec: str) -> None:
     with pytest.raises(InputError):
         parse_methods(spec)
+
+
+@pytest.mark.parametrize("override", ["history_commits=0", "encoder=onnx", "exclude=docs/*"])
+def test_settings_the_shared_index_reads_are_refused_per_method(override: str) -> None:
+    key = override.partition("=")[0]
+    with pytest.raises(InputError, match=f"SPIDER_{key.upper()} for the whole run"):
+        parse_methods(f"default,cold:{override}")
+    assert parse_methods("cold:cold_pool=300")[0].overrides == {"cold_pool": 300}
