@@ -40,7 +40,7 @@ from spider.retrieve.dense import Encoder, settings_model_id
 from spider.retrieve.history import FunctionHistory, load_history
 from spider.retrieve.signals import NameTable
 from spider.retrieve.tokenize import code_tokens
-from spider.settings import EngineSettings
+from spider.settings import GRAPH_SETTINGS, EngineSettings
 from spider.source import GitSource, SourceTree
 
 log = logging.getLogger(__name__)
@@ -48,14 +48,6 @@ log = logging.getLogger(__name__)
 GRAPH_CACHE_VERSION = "3"  # bump when extraction changes what a cached graph holds
 VECTORS_VERSION = "1"  # bump when document_text changes what is embedded per function
 LEXICAL_VERSION = "1"  # bump when code_tokens or the file documents change
-GRAPH_SETTINGS = (
-    "invokes_max_candidates",
-    "max_file_bytes",
-    "max_line_chars",
-    "exclude_tests",
-    "exclude",
-    "include",
-)  # settings that change the graph, hence its cache key
 
 
 def document_text(path: str, name: str, text: str) -> str:

@@ -67,14 +67,12 @@ def read_history(fs: FirstStage, settings: EngineSettings, ranker: PoolRanker | 
     )
 
 
-def confidence(
-    fs: FirstStage, settings: EngineSettings, ranker: PoolRanker | None = None
-) -> float | None:
-    """Calibrated chance that the first listed function needs the edit (None: not estimated)."""
+def confidence(fs: FirstStage, ranker: PoolRanker | None) -> float | None:
+    """Calibrated chance that the first listed function needs the edit (None: not
+    estimated); ``ranker`` is the pool ranker that ordered ``fs``, when one did."""
     if fs.head_logits is None or not len(fs.head_logits):
         return None
     if fs.ranked_by == "pool":
-        ranker = ranker or settings_ranker(settings)
         cal: Calibration | HeadCalibration | None = ranker.calibration if ranker else None
     else:
         cal = default_calibration()
@@ -199,6 +197,8 @@ def locate(
         raise EmptyIssue("the issue has no title or body text to search with")
     selector = selector or make_selector(settings)
     settings = settings.resolved(selector.name)  # auto selector/edges made concrete
+    if settings.ranker == "pool":
+        ranker = ranker or settings_ranker(settings)  # resolved once for every step below
     t0 = time.perf_counter()
     fs = ranked_first_stage(index, issue, settings, ranker=ranker)
     issue = fs.issue or issue  # cut at max_issue_chars once, by the first stage
@@ -295,7 +295,7 @@ def locate(
         expansion=exp.centres,
         selector_calls=len(exp.requests),
         selector_failures=selector.failures - failed_before,
-        confidence=confidence(fs, settings, ranker),
+        confidence=confidence(fs, ranker),
     )
 
 

@@ -37,6 +37,21 @@ def onnx_exportable(model: str) -> bool:
 # default ranking's Recall@20 was 0.660 from the full index, 0.639 from a pool of 300 and
 # 0.662 from 1,000; 1,000 functions cost ~4 s in bf16 (~13 s in fp32) on 2 cores.
 DEFAULT_COLD_POOL = 1000
+GRAPH_SETTINGS = (
+    "invokes_max_candidates",
+    "max_file_bytes",
+    "max_line_chars",
+    "exclude_tests",
+    "exclude",
+    "include",
+)  # settings that change the graph, hence its cache key (spider.index)
+# Every setting an Index reads from its own settings (the graph, the encoder, history at
+# inference, the caches), not from the settings a query is given.
+INDEX_SETTINGS = frozenset({
+    *GRAPH_SETTINGS, "parse_timeout_s", "model", "encoder_delta", "max_seq_length",
+    "embed_batch_size", "encoder", "history_commits", "embedding_cache_url", "cache_dir",
+    "onnx_dir",
+})  # fmt: skip
 
 # Default exclusions by category (the category is the skip reason the graph's stats count).
 # GitHub Linguist's vendored/generated/documentation rules, .gitattributes and the

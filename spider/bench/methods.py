@@ -13,21 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from spider.errors import InputError
-from spider.settings import DEFAULT_COLD_POOL, EngineSettings
+from spider.settings import DEFAULT_COLD_POOL, INDEX_SETTINGS, EngineSettings
 
 CONTAINS = ("contains",)
 INVOKES = ("invokes",)
 BOTH = ("contains", "invokes")
-
-# Settings read when the index is built (the graph, the encoder, history at inference, the
-# caches): every method of a run ranks one shared index, so a per-method value would be
-# ignored without a word. They are refused; the run's own SPIDER_* settings set them.
-INDEX_SETTINGS = frozenset({
-    "invokes_max_candidates", "max_file_bytes", "max_line_chars", "parse_timeout_s",
-    "exclude_tests", "exclude", "include", "model", "encoder_delta", "max_seq_length",
-    "embed_batch_size", "encoder", "history_commits", "embedding_cache_url", "cache_dir",
-    "onnx_dir",
-})  # fmt: skip
 
 # name -> overrides of EngineSettings. "oracle" additionally swaps in the OracleSelector.
 METHODS: dict[str, dict[str, Any]] = {
@@ -122,7 +112,7 @@ def _method(name: str, pairs: list[str]) -> Method:
             raise InputError(f"method {name}: override {pair!r} is not key=value")
         if key not in EngineSettings.model_fields:
             raise InputError(f"method {name}: unknown setting {key!r}")
-        if key in INDEX_SETTINGS:
+        if key in INDEX_SETTINGS:  # every method of a run ranks one shared index
             raise InputError(
                 f"method {name}: {key} is read when the index is built, and every method of "
                 f"a run ranks the same index; set SPIDER_{key.upper()} for the whole run"
