@@ -177,6 +177,9 @@ class Mirrors:
             extra_env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "http.extraHeader",
                          "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}"}
         source = Path(url).resolve().as_uri() if local else url
+        # one commit deep: it becomes a cut in the history, so the branch's next fetch must
+        # bring its whole window again rather than catch up from it
+        (git_dir / _DEPTH_FILE).unlink(missing_ok=True)
         try:
             self._git(["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--depth=1",
                        source, f"+{sha}:{ref}"], git_dir, extra_env=extra_env, allow_file=local)

@@ -156,6 +156,22 @@ def test_a_mirror_with_the_history_fetches_only_what_is_new(
     assert len(git(again.git_dir, "rev-list", newer).split()) == 3
 
 
+def test_a_commit_fetched_alone_does_not_cut_the_branch_history(
+    settings: AppSettings, repo_path: Path
+) -> None:
+    _history(repo_path, 4)
+    mirrors = Mirrors(settings, depth=3)
+    mirrors.fetch(REPO, "main", token=None)
+    write(repo_path, {"app.py": "def handler():\n    return 'a'\n"})
+    a = commit(repo_path, "A")
+    write(repo_path, {"app.py": "def handler():\n    return 'b'\n"})
+    b = commit(repo_path, "B")
+    mirrors.fetch_commit(REPO, a, token=None)  # e.g. a pull request's base, newer than the head
+    head = mirrors.fetch(REPO, "main", token=None)
+    assert head.sha == b
+    assert len(git(head.git_dir, "rev-list", b).split()) == 3  # the window, not [B, A]
+
+
 def test_the_shipped_ranker_decides_the_depth(settings: AppSettings, repo_path: Path) -> None:
     from spider import history_depth
 
