@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from spider.dataset import Instance
-from spider.errors import SpiderError
+from spider.errors import InvalidSetting, SpiderError
 from spider.features import NEIGHBOUR_FEATURES, log_rank, pool_features
 from spider.ids import graph_ids_for, normalise_id
 from spider.learn.cv import leave_one_repository_out
@@ -41,7 +41,7 @@ from spider.models import Issue
 from spider.select.base import Candidate, SelectionRequest
 from spider.select.exchange import exchange
 from spider.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights
-from spider.settings import EngineSettings
+from spider.settings import AUTO, LLM_EDGES, EngineSettings
 from spider.snapshot import RepoResolver, index_instance
 
 log = logging.getLogger(__name__)
@@ -70,13 +70,33 @@ class FitRecord:
         return json.dumps(self.__dict__)
 
 
+def fit_settings(settings: EngineSettings) -> EngineSettings:
+    """``settings`` with the edges whose neighbours the fit gathers made concrete.
+
+    ``edges: auto`` expands nothing when no Anthropic key is set (the product's offline
+    default), but the fit is for a repository that turns expansion on, so it reads ``auto``
+    as the edges expansion means by default (:data:`~spider.settings.LLM_EDGES`). Explicitly
+    no edges is refused: there would be nothing to fit on.
+    """
+    if settings.edges == AUTO:
+        return settings.model_copy(update={"edges": LLM_EDGES})
+    if not settings.edges:
+        raise InvalidSetting(
+            "the selector is fitted on graph neighbours, and SPIDER_EDGES is none: unset it "
+            "(contains and invokes) or name the edges to fit on, e.g. SPIDER_EDGES=invokes"
+        )
+    return settings
+
+
 def collect(
     instances: Sequence[Instance], resolve: RepoResolver, settings: EngineSettings, out: Path
 ) -> list[FitRecord]:
-    """Gather fit records (resumable: instances already in ``out/fit-data.jsonl`` are reused)."""
+    """Gather fit records (resumable: instances already in ``out/fit-data.jsonl`` are reused)
+    around each instance's centres, over the edges :func:`fit_settings` makes concrete."""
     from spider.expand import build_requests
     from spider.localize import ranked_first_stage
 
+    settings = fit_settings(settings)
     path = out / FIT_DATA
     out.mkdir(parents=True, exist_ok=True)
     done: dict[str, FitRecord] = {}

@@ -6,15 +6,25 @@ import json
 import math
 from pathlib import Path
 
+import pytest
+
+from spider.dataset import Instance
+from spider.errors import InvalidSetting
 from spider.learn.selector import (
     FitRecord,
+    collect,
     cross_validate,
+    fit_settings,
     fit_weights,
     oracle,
     simulate,
     write_weights,
 )
 from spider.select.offline import OfflineWeights
+from spider.settings import AUTO, LLM_EDGES, EngineSettings
+from spider.snapshot import template_resolver
+from tests.spider.bench.helpers import commit_files, init_repo
+from tests.spider.shop import FILES
 
 
 def _record(i: int, repo: str, good_neighbour: bool) -> FitRecord:
@@ -145,3 +155,51 @@ def test_no_edited_neighbour_fits_a_selector_that_admits_nothing() -> None:
     assert w.neighbour == {"bias": -30.0, **dict.fromkeys(NEIGHBOUR_FEATURES, 0.0)}
     rec = _record(0, "o/r", good_neighbour=True)  # even where a neighbour is the fix
     assert simulate(rec, w, 20) == simulate(rec, None, 20)
+
+
+DISCOUNT_FIX = "\n".join(  # the discount applies from 100, not above it
+    [
+        "diff --git a/shop/pricing.py b/shop/pricing.py",
+        "--- a/shop/pricing.py",
+        "+++ b/shop/pricing.py",
+        "@@ -1,5 +1,5 @@",
+        " def apply_discount(amount):",
+        '     """Ten percent off above 100."""',
+        "-    if amount > 100:",
+        "+    if amount >= 100:",
+        "         return amount * 0.9",
+        "     return amount",
+        "",
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def shop_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    root = init_repo(tmp_path_factory.mktemp("mirrors") / "acme+shop")
+    return root, commit_files(root, {k: v.lstrip("\n") for k, v in FILES.items()}, "shop")
+
+
+def test_the_fit_gathers_neighbours_under_the_default_edges(
+    shop_repo: tuple[Path, str], tmp_path: Path
+) -> None:
+    # edges: auto expands nothing without an Anthropic key; the fit must still gather the
+    # contains and invokes neighbours (it once collected none, and every margin admitted 0)
+    root, sha = shop_repo
+    inst = Instance(
+        instance_id="a-1", repo="acme/shop", base_commit=sha,
+        problem_statement="The cart total ignores the discount\nCart.total is wrong above 100.",
+        patch=DISCOUNT_FIX,
+    )
+    settings = EngineSettings(cache_dir=tmp_path / "cache", k=2, centres=2)
+    assert settings.edges == AUTO and settings.expansion_edges() == ()
+    records = collect([inst], template_resolver(str(root.parent / "{owner}+{name}")),
+                      settings, tmp_path / "fit")
+    edges = {c["edge"] for r in records for q in r.requests for c in q["candidates"]}
+    assert edges and edges <= set(LLM_EDGES)
+
+
+def test_a_fit_without_edges_is_refused_with_what_to_set() -> None:
+    assert fit_settings(EngineSettings(edges="invokes")).edges == ("invokes",)
+    with pytest.raises(InvalidSetting, match="SPIDER_EDGES"):
+        fit_settings(EngineSettings(edges="none"))
