@@ -20,8 +20,6 @@ from spider.learn.corpus import (
 )
 from spider.settings import EngineSettings
 from spider.snapshot import template_resolver
-from tests.spider.bench.helpers import commit_files, init_repo
-from tests.spider.shop import FILES
 
 PATCH = "\n".join(  # rejects a negative quantity in the shop's Cart.add_item
     [
@@ -40,11 +38,9 @@ PATCH = "\n".join(  # rejects a negative quantity in the shop's Cart.add_item
 )
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    root = init_repo(tmp_path_factory.mktemp("mirrors") / "acme+shop")
-    sha = commit_files(root, {k: v.lstrip("\n") for k, v in FILES.items()}, "shop")
-    return root, sha
+@pytest.fixture()
+def repo(shop_mirror: tuple[Path, str]) -> tuple[Path, str]:
+    return shop_mirror
 
 
 def _inst(iid: str, sha: str, repo: str = "acme/shop", text: str = "") -> Instance:

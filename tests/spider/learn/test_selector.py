@@ -23,8 +23,6 @@ from spider.learn.selector import (
 from spider.select.offline import OfflineWeights
 from spider.settings import AUTO, LLM_EDGES, EngineSettings
 from spider.snapshot import template_resolver
-from tests.spider.bench.helpers import commit_files, init_repo
-from tests.spider.shop import FILES
 
 
 def _record(i: int, repo: str, good_neighbour: bool) -> FitRecord:
@@ -174,18 +172,12 @@ DISCOUNT_FIX = "\n".join(  # the discount applies from 100, not above it
 )
 
 
-@pytest.fixture(scope="module")
-def shop_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    root = init_repo(tmp_path_factory.mktemp("mirrors") / "acme+shop")
-    return root, commit_files(root, {k: v.lstrip("\n") for k, v in FILES.items()}, "shop")
-
-
 def test_the_fit_gathers_neighbours_under_the_default_edges(
-    shop_repo: tuple[Path, str], tmp_path: Path
+    shop_mirror: tuple[Path, str], tmp_path: Path
 ) -> None:
     # edges: auto expands nothing without an Anthropic key; the fit must still gather the
     # contains and invokes neighbours (it once collected none, and every margin admitted 0)
-    root, sha = shop_repo
+    root, sha = shop_mirror
     inst = Instance(
         instance_id="a-1", repo="acme/shop", base_commit=sha,
         problem_statement="The cart total ignores the discount\nCart.total is wrong above 100.",
