@@ -14,7 +14,8 @@ from spider.pool_rank import PoolRanker
 from spider.retrieve.adapter import QueryAdapter
 from spider.select.offline import OfflineWeights
 from tests.spider.bench.helpers import commit_files, init_repo
-from tests.spider.learn.test_corpus import FILES, _inst
+from tests.spider.learn.test_corpus import _inst
+from tests.spider.shop import FILES
 
 runner = CliRunner()
 
