@@ -41,7 +41,7 @@ from spider.models import Issue
 from spider.select.base import Candidate, SelectionRequest
 from spider.select.exchange import exchange
 from spider.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights
-from spider.settings import AUTO, LLM_EDGES, EngineSettings
+from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, index_instance
 
 log = logging.getLogger(__name__)
@@ -75,17 +75,16 @@ def fit_settings(settings: EngineSettings) -> EngineSettings:
 
     ``edges: auto`` expands nothing when no Anthropic key is set (the product's offline
     default), but the fit is for a repository that turns expansion on, so it reads ``auto``
-    as the edges expansion means by default (:data:`~spider.settings.LLM_EDGES`). Explicitly
+    as the edges expansion means when a selector judges (contains and invokes). Explicitly
     no edges is refused: there would be nothing to fit on.
     """
-    if settings.edges == AUTO:
-        return settings.model_copy(update={"edges": LLM_EDGES})
-    if not settings.edges:
+    edges = settings.expansion_edges("anthropic")  # auto: the edges a judging selector reads
+    if not edges:
         raise InvalidSetting(
             "the selector is fitted on graph neighbours, and SPIDER_EDGES is none: unset it "
             "(contains and invokes) or name the edges to fit on, e.g. SPIDER_EDGES=invokes"
         )
-    return settings
+    return settings.model_copy(update={"edges": edges})
 
 
 def collect(

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from spider.dataset import Instance
 from spider.features import RANKER_FEATURES
@@ -38,11 +37,6 @@ PATCH = "\n".join(  # rejects a negative quantity in the shop's Cart.add_item
 )
 
 
-@pytest.fixture()
-def repo(shop_mirror: tuple[Path, str]) -> tuple[Path, str]:
-    return shop_mirror
-
-
 def _inst(iid: str, sha: str, repo: str = "acme/shop", text: str = "") -> Instance:
     return Instance(
         instance_id=iid,
@@ -57,8 +51,8 @@ def _settings(tmp_path: Path) -> EngineSettings:
     return EngineSettings(cache_dir=tmp_path / "cache")
 
 
-def test_collects_pool_features_and_labels(repo: tuple[Path, str], tmp_path: Path) -> None:
-    root, sha = repo
+def test_collects_pool_features_and_labels(shop_mirror: tuple[Path, str], tmp_path: Path) -> None:
+    root, sha = shop_mirror
     resolve = template_resolver(str(root.parent / "{owner}+{name}"))
     out = tmp_path / "corpus"
     summary = build_corpus([_inst("a-1", sha)], resolve, _settings(tmp_path), out, pool=4)
@@ -75,9 +69,9 @@ def test_collects_pool_features_and_labels(repo: tuple[Path, str], tmp_path: Pat
     assert json.loads((out / "corpus.json").read_text())["by_repo"]["acme/shop"]["labels"] == 1
 
 
-def test_a_warm_corpus_embeds_every_function(repo: tuple[Path, str], tmp_path: Path) -> None:
+def test_a_warm_corpus_embeds_every_function(shop_mirror: tuple[Path, str], tmp_path: Path) -> None:
     """--warm: the pools an indexed repository ranks (dense over every function)."""
-    root, sha = repo
+    root, sha = shop_mirror
     resolve = template_resolver(str(root.parent / "{owner}+{name}"))
     out = tmp_path / "corpus"
     build_corpus([_inst("a-1", sha)], resolve, _settings(tmp_path), out, pool=4, warm=True)
@@ -86,8 +80,8 @@ def test_a_warm_corpus_embeds_every_function(repo: tuple[Path, str], tmp_path: P
     assert read_row(out / "a-1.npz").labels == 1
 
 
-def test_resumes_and_counts_what_it_cannot_reach(repo: tuple[Path, str], tmp_path: Path) -> None:
-    root, sha = repo
+def test_resumes_and_counts_what_it_cannot_reach(shop_mirror: tuple[Path, str], tmp_path: Path) -> None:
+    root, sha = shop_mirror
     resolve = template_resolver(str(root.parent / "{owner}+{name}"))
     out = tmp_path / "corpus"
     settings = _settings(tmp_path)
@@ -120,10 +114,10 @@ def test_duplicate_issues_and_big_repositories_are_thinned() -> None:
     assert DEFAULT_POOL >= 100
 
 
-def test_the_corpus_reports_each_instance(repo: tuple[Path, str], tmp_path: Path) -> None:
+def test_the_corpus_reports_each_instance(shop_mirror: tuple[Path, str], tmp_path: Path) -> None:
     from spider.progress import INSTANCES
 
-    root, sha = repo
+    root, sha = shop_mirror
     heard: list[tuple[str, int, int | None, str]] = []
     build_corpus([_inst("a-1", sha)], template_resolver(str(root.parent / "{owner}+{name}")),
                  _settings(tmp_path), tmp_path / "corpus", pool=4,
