@@ -12,7 +12,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spider.bench.store import ADMITTED_PER_ISSUE, EXPANSION_N, OFFERED_PER_ISSUE
+from spider.bench.store import (
+    ADMITTED_PER_ISSUE,
+    EXPANSION_N,
+    LANGUAGE_LABELS,
+    OFFERED_PER_ISSUE,
+)
 
 MISSING = "–"  # a value the summary does not have
 MARKDOWN_COLUMNS = ("R@1", "R@5", "R@10", "R@20", "A@20", "MRR@20")  # the README's columns
@@ -173,7 +178,10 @@ def markdown_report(
     if method and method in summary.get("per_repo", {}):
         parts.append(markdown_table(summary["per_repo"][method], first=f"{method}: repository"))
     if language and language in summary.get("per_language", {}):
-        by_language = summary["per_language"][language]
+        by_language = {
+            LANGUAGE_LABELS.get(lang, lang): row
+            for lang, row in summary["per_language"][language].items()
+        }
         parts.append(markdown_table(by_language, first=f"{language}: language"))
     parts.append(
         f"`{summary.get('command', '')}` · {summary.get('date', '')} · {summary.get('machine', '')}"

@@ -186,6 +186,19 @@ def _timing_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 # languages reported together (one grammar family in the reader's eyes)
 LANGUAGE_GROUPS = {"javascript": "JS/TS", "typescript": "JS/TS", "tsx": "JS/TS"}
+# how a table names a language (the summary's keys stay the grammar names)
+LANGUAGE_LABELS = {
+    "c": "C",
+    "cpp": "C++",
+    "csharp": "C#",
+    "go": "Go",
+    "java": "Java",
+    "kotlin": "Kotlin",
+    "php": "PHP",
+    "python": "Python",
+    "ruby": "Ruby",
+    "rust": "Rust",
+}
 
 
 def language_of(function_ids: Sequence[str]) -> str:

@@ -94,7 +94,7 @@ def test_markdown_report_has_a_per_language_table() -> None:
         "per_language": {"dense": {"go": {"n": 1, "R@20": 1.0}, "rust": {"n": 1, "R@20": 0.0}}},
     }
     text = markdown_report(summary, language="dense")
-    assert "| dense: language |" in text and "| go | 1 |" in text and "| rust | 1 |" in text
+    assert "| dense: language |" in text and "| Go | 1 |" in text and "| Rust | 1 |" in text
 
 
 def test_a_repository_counts_under_the_language_of_all_its_fixes() -> None:
