@@ -253,8 +253,9 @@ def locate(
     k: Annotated[
         int | None, typer.Option("--k", help=f"results to return, {_bounds('k')} (K)")
     ] = None,
-    selector: Annotated[str | None, typer.Option(help="auto (Claude with an Anthropic key, else offline), offline, anthropic or none")] = None,
-    edges: Annotated[str | None, typer.Option(help="auto (contains and invokes with Claude, none otherwise), contains, invokes, both or none")] = None,
+    selector: Annotated[str | None, typer.Option(help="auto (the configured LLM when its select role is on, else offline), offline, llm (the SPIDER_LLM_BASE_URL server), anthropic or none")] = None,
+    edges: Annotated[str | None, typer.Option(help="auto (contains and invokes with an LLM selector, none otherwise), contains, invokes, both or none")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", help="what a configured LLM does (SPIDER_LLM_BASE_URL or an Anthropic key): auto (the roles that paid), read, select, both or none")] = None,
     first_stage: Annotated[str | None, typer.Option(help="dense, bm25 or hybrid")] = None,
     rev: RevOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON (= --format json)")] = False,
@@ -290,7 +291,8 @@ def locate(
     try:
         title, body = read_issue(issue, issue_file)
         settings = _first_answer(
-            _settings(k=k, selector=selector, edges=edges, first_stage=first_stage)
+            _settings(k=k, selector=selector, edges=edges, first_stage=first_stage,
+                      llm_roles=llm)
         )
         links = plan_permalinks(path, rev, repo_url, commit) if fmt == "markdown" else None
         if links is not None and links.note:
@@ -304,7 +306,7 @@ def locate(
             t1 = time.perf_counter()
             if progress is not None:
                 progress(RANKING, 0, None)
-            result = run_locate(idx, Issue(title=title, body=body), settings)
+            result = run_locate(idx, Issue(title=title, body=body), settings, progress=progress)
             ended(progress, RANKING)
             t2 = time.perf_counter()
     except (InputError, EmptyIssue, EnginePermanentError) as exc:

@@ -4,6 +4,10 @@ The tree::
 
     SpiderError                      base of everything the engine raises on purpose
     ├── EngineTransientError         retrying later may succeed (network, timeouts, locks)
+    │   └── LLMError                 the LLM pass could not finish; the ranker's list stands
+    │       ├── LLMUnavailable       the server failed, timed out or refused after retries
+    │       ├── LLMBudgetExhausted   the issue's budget of tokens or seconds is spent
+    │       └── LLMAnswerInvalid     the answer had no usable verdict (no log-probabilities, bad JSON)
     └── EnginePermanentError         retrying will not help; the input must change
         ├── InputError               bad user input (path, issue text, options)
         │   ├── RepositoryNotFound   the path does not exist or is not a directory
@@ -36,6 +40,22 @@ class EngineTransientError(SpiderError):
 
 class EnginePermanentError(SpiderError):
     """A failure that retrying cannot fix."""
+
+
+class LLMError(EngineTransientError):
+    """The LLM pass could not finish: the engine keeps the ranker's list and says why."""
+
+
+class LLMUnavailable(LLMError):
+    """The LLM server failed, timed out or refused the request after its retries."""
+
+
+class LLMBudgetExhausted(LLMError):
+    """The issue's budget of LLM tokens or seconds is spent."""
+
+
+class LLMAnswerInvalid(LLMError):
+    """The model's answer held no usable verdict (no log-probabilities, malformed JSON)."""
 
 
 class InputError(EnginePermanentError):

@@ -6,13 +6,17 @@ import time
 from collections.abc import Sequence
 
 from spider.cross import rescore, settings_scorer
-from spider.errors import EmptyIssue
+from spider.errors import EmptyIssue, LLMError
 from spider.expand import run_expansion
 from spider.features import pool_features
 from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
-from spider.models import Hit, Issue, Localization, Reason, RunSettings
+from spider.llm.backends import Backend, make_backend
+from spider.llm.judge import Judge
+from spider.llm.prompts import Function
+from spider.llm.reader import read_list
+from spider.models import Hit, Issue, LLMRun, Localization, Reason, RunSettings
 from spider.pool_rank import (
     Calibration,
     PoolRanker,
@@ -21,6 +25,7 @@ from spider.pool_rank import (
     ranker_reads_history,
     settings_ranker,
 )
+from spider.progress import Progress
 from spider.rerank import HeadCalibration, default_calibration, rerank_with_logits
 from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
 from spider.select import OfflineSelector, Selector, make_selector
@@ -180,6 +185,55 @@ def first_stage_reason(fs: FirstStage, idx: int, shown: int, score: float) -> Re
     return Reason(kind=fs.kind, rank=shown, score=round(score, 6), detail=detail)  # type: ignore[arg-type]
 
 
+def start_llm(
+    settings: EngineSettings, issue: Issue, backend: Backend | None, progress: Progress | None
+) -> Judge | None:
+    """The issue's LLM pass when a role of the configured LLM is on (None otherwise);
+    ``backend`` replaces the one the settings name (the benchmark's cache, tests)."""
+    if not settings.active_llm_roles:
+        return None
+    backend = backend or make_backend(settings)
+    return Judge.start(backend, settings, issue.text[: settings.max_issue_chars], progress)
+
+
+def read_head(
+    index: Index, judge: Judge, ranked: list[str], depth: int
+) -> tuple[list[str], dict[str, int], int]:
+    """The reader role over the top ``depth`` of ``ranked``: the new list, the ids it
+    raised (with the rank each had), and how many it read (0: it did not finish, and the
+    list is ``ranked`` unchanged)."""
+    g = index.graph.g
+    head = ranked[:depth]
+    functions = [
+        Function(fid, g.nodes[fid].get("path", ""),
+                 display_name(g.nodes[fid].get("path", ""), g.nodes[fid].get("name", "")),
+                 g.nodes[fid].get("text", ""))
+        for fid in head
+    ]
+    try:
+        reading = read_list(judge, functions)
+    except LLMError as exc:
+        judge.fail(exc)
+        return ranked, {}, 0
+    return reading.order + ranked[depth:], reading.raised(head), len(head)
+
+
+def llm_record(judge: Judge, read: int, raised: int) -> LLMRun:
+    """The record of the issue's LLM pass for the Localization."""
+    return LLMRun(
+        backend=judge.backend.kind,
+        model=judge.backend.model,
+        roles=judge.settings.active_llm_roles,
+        format="pointwise" if judge.pointwise else "listwise",
+        read=read,
+        raised=raised,
+        judged=len(judge.verdicts),
+        usage=judge.budget.usage.to_dict(),
+        failure=judge.failure,
+        verdicts=dict(judge.verdicts),
+    )
+
+
 def locate(
     index: Index,
     issue: Issue,
@@ -187,16 +241,21 @@ def locate(
     *,
     selector: Selector | None = None,
     ranker: PoolRanker | None = None,
+    llm: Backend | None = None,
+    progress: Progress | None = None,
 ) -> Localization:
     """The K functions most likely to need an edit for ``issue``, each with its reasons.
 
     ``ranker`` replaces the pool ranker the settings name (tests, the training's
-    evaluation)."""
+    evaluation); ``llm`` the LLM backend they name. When an LLM role is on, the model
+    re-reads the list and/or judges graph neighbours; a pass that fails or runs out of
+    budget leaves the ranker's list standing, and the record says so."""
     settings = settings or index.settings
     if not issue.text.strip():
         raise EmptyIssue("the issue has no title or body text to search with")
-    selector = selector or make_selector(settings)
-    settings = settings.resolved(selector.name)  # auto selector/edges made concrete
+    judge = start_llm(settings, issue, llm, progress)
+    selector = selector or make_selector(settings, judge)
+    settings = settings.resolved(selector.name)  # auto selector/edges/roles made concrete
     if settings.ranker == "pool":
         ranker = ranker or settings_ranker(settings)  # resolved once for every step below
     t0 = time.perf_counter()
@@ -210,6 +269,10 @@ def locate(
     pos = {ids[i]: int(i) for i in head}
     score_of = {ids[i]: float(fs.scores[i]) for i in head}
     shown = {ids[i]: r for r, i in enumerate(head, start=1)}
+    raised: dict[str, int] = {}
+    read = 0
+    if judge is not None and "read" in settings.active_llm_roles:
+        ranked, raised, read = read_head(index, judge, ranked, settings.llm_read_depth)
     failed_before = selector.failures
     exp = run_expansion(
         index.graph, issue, ranked, score_of, settings, selector, pool_features(fs, ids, pool_n)
@@ -261,6 +324,8 @@ def locate(
             reasons.append(Reason(kind="wording", rank=int(fs.ranks["dense"][idx])))
         if recall_history and (said := index.history().recalled(idx, text)):
             reasons.append(Reason(kind="history", detail=said))
+        if node_id in raised and judge is not None:
+            reasons.append(Reason(kind="read", rank=raised[node_id], detail=judge.backend.model))
         reasons.append(first_stage_reason(fs, idx, shown[node_id], score_of[node_id]))
         hits.append(
             Hit(
@@ -296,6 +361,7 @@ def locate(
         selector_calls=len(exp.requests),
         selector_failures=selector.failures - failed_before,
         confidence=confidence(fs, ranker),
+        llm=llm_record(judge, read, len(raised)) if judge is not None else None,
     )
 
 
@@ -309,7 +375,10 @@ __all__ = [
     "add_relations",
     "evidence_reason",
     "first_stage_reason",
+    "llm_record",
     "locate",
     "ranked_first_stage",
+    "read_head",
     "related_reasons",
+    "start_llm",
 ]

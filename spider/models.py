@@ -20,6 +20,7 @@ ReasonKind = Literal[
     "history",
     "expand",
     "related",
+    "read",
 ]
 _RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 RANKER_KINDS = frozenset(_RANK_LABELS)  # reasons that are a ranker's rank, not evidence
@@ -149,6 +150,8 @@ class Reason:
             return f"an earlier commit that edited it: “{plain(self.detail)}”"
         if self.kind == "mention":
             return self.describe(code, plain)
+        if self.kind == "read" and self.detail:
+            return f"{plain(self.detail)} judged it likely to need the edit (raised from {ordinal(self.rank or 0)})"
         return None
 
     def describe(
@@ -176,7 +179,7 @@ class Reason:
             if kind == "component" and what:
                 return f"named after {code(what)}, which the issue names"
             return f"{code(what)} is named in the issue" if what else "named in the issue"
-        if self.kind in ("traceback", "terms", "wording", "history", "related"):
+        if self.kind in ("traceback", "terms", "wording", "history", "related", "read"):
             return self.words(code, plain) or ""
         text = plain(f"{_RANK_LABELS.get(self.kind, self.kind)} rank {self.rank}")
         return text if self.detail is None else f"{text} ({plain(self.detail)})"
@@ -229,6 +232,57 @@ class CentreExpansion:
     outside: int
     accepted: int
     admitted: int
+
+
+@dataclass(frozen=True)
+class LLMRun:
+    """What the LLM pass of one query did: which model, in which roles and format, what
+    it moved, what it spent, and why it stopped early (``failure``; None: it finished).
+
+    ``roles`` are the roles that were asked to run; ``read``/``raised``: functions the
+    reader re-read and how many of them it moved up; ``judged``: functions given a
+    pointwise verdict; ``usage``: :meth:`spider.llm.budget.Usage.to_dict`."""
+
+    backend: str  # "llm" (an OpenAI-compatible server) or "anthropic"
+    model: str
+    roles: tuple[str, ...]
+    format: str  # "pointwise" or "listwise"
+    read: int = 0
+    raised: int = 0
+    judged: int = 0
+    usage: dict[str, float] = field(default_factory=dict)
+    failure: str | None = None
+    verdicts: dict[str, float] = field(default_factory=dict)  # pointwise log-odds by id
+
+    def read_step(self) -> str:
+        """The reader's step of the method line: what it read with which model, or why
+        the ranker's order stands."""
+        how = (
+            "each judged yes or no on its own" if self.format == "pointwise"
+            else "ordered in one answer"
+        )
+        if self.read == 0:
+            why = self.failure or "nothing to read"
+            return f"a re-read by {self.model} was asked for but did not finish ({why}): the ranker's order stands"
+        return (
+            f"the top {self.read} re-read with the issue by {self.model} ({how}) and re-sorted "
+            f"with the ranker's order: it raised {self.raised}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (the benchmark keeps the verdicts to study the mixing offline)."""
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "roles": list(self.roles),
+            "format": self.format,
+            "read": self.read,
+            "raised": self.raised,
+            "judged": self.judged,
+            "usage": dict(self.usage),
+            "failure": self.failure,
+            "verdicts": {k: round(v, 4) for k, v in self.verdicts.items()},
+        }
 
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2 (bundled)"  # what the settings say when model is empty
@@ -357,6 +411,7 @@ class Localization:
     selector_calls: int = 0  # requests the selector judged (0: expansion did not run)
     selector_failures: int = 0  # of those, calls that failed (they admitted nothing)
     confidence: float | None = None  # calibrated P(first hit is edited); None: not estimated
+    llm: LLMRun | None = None  # the LLM pass, when one was asked to run
 
     def method(self) -> str:
         """What ran for this list, in words, from the settings and counts the engine recorded."""
@@ -389,12 +444,19 @@ class Localization:
                 )
         elif s.rerank:
             steps.append(f"the top {s.k} re-ranked by the head model")
+        if self.llm is not None and "read" in self.llm.roles:
+            steps.append(self.llm.read_step())
         if self.selector_calls:
             summary = self.expansion_summary()
             edges = ", ".join(s.edges) or "no"
             admitted = summary["admitted"] or "none"
+            who = (
+                f"{self.llm.model} as the selector"
+                if self.llm is not None and s.selector in ("llm", "anthropic")
+                else f"the {s.selector} selector"
+            )
             step = (
-                f"graph expansion over {edges} edges: the {s.selector} selector was "
+                f"graph expansion over {edges} edges: {who} was "
                 f"offered {summary['offered']} neighbours, {summary['outside']} of them outside "
                 f"the list, and admitted {admitted}"
             )
@@ -437,4 +499,5 @@ class Localization:
             "selector_failures": self.selector_failures,
             "method": self.method(),
             "confidence": None if self.confidence is None else round(self.confidence, 4),
+            **({"llm": self.llm.to_dict()} if self.llm is not None else {}),
         }

@@ -21,6 +21,7 @@ EMBEDDING = "embedding"  # functions run through the encoder for the full index
 EMBEDDING_POOL = "embedding the pool"  # the cold path: only the best candidates
 LEXICAL = "indexing words"  # the BM25 indexes (one step; no total)
 RANKING = "ranking"  # one query: first stage, re-ranking, expansion (no total)
+LLM_READING = "asking the LLM"  # the LLM pass: functions judged one at a time
 RUNS = "benchmarking"  # the benchmark's loop: (instance, method) pairs
 INSTANCES = "collecting"  # the training commands' loops: dataset instances
 TRAINING = "training"  # optimiser steps of a model being tuned
@@ -28,6 +29,7 @@ UNITS = {
     PARSING: "files",
     EMBEDDING: "functions",
     EMBEDDING_POOL: "functions",
+    LLM_READING: "functions",
     RUNS: "runs",
     INSTANCES: "instances",
     TRAINING: "steps",

@@ -15,13 +15,20 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from spider.cpu import default_encoder
 from spider.errors import InvalidSetting
 
-SelectorName = Literal["auto", "offline", "anthropic", "none", "oracle"]
-AUTO = "auto"  # selector/edges: chosen from whether an Anthropic key is configured
+SelectorName = Literal["auto", "offline", "anthropic", "llm", "none", "oracle"]
+AUTO = "auto"  # selector/edges/roles: chosen from whether an LLM is configured
+LLMRole = Literal["select", "read"]
+LLMFormat = Literal["auto", "pointwise", "listwise"]
+# The LLM roles that run when ``llm_roles`` is auto, per configured backend. A server
+# (``llm``): only the roles that lowered neither dev set with the local models measured
+# here (docs/benchmark.md). Claude (``anthropic``): the paper's selector, as before (the
+# API is unreachable here, so that choice rests on the paper's figures, not ours).
+PAYING_ROLES: dict[str, tuple[str, ...]] = {"llm": ("read",), "anthropic": ("select",)}
 FirstStage = Literal["dense", "bm25", "hybrid"]
 EncoderBackend = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
 
 EXPANDABLE_EDGES: frozenset[str] = frozenset({"contains", "invokes"})
-# The edges expanded when ``edges`` is auto and the Claude selector judges: the paper's best
+# The edges expanded when ``edges`` is auto and an LLM selector judges: the paper's best
 # setting (contains + invokes: Python 0.42 -> 0.60 Recall@20 on SWE-PolyBench). With the
 # offline selector auto means none: its admissions cost recall on the dev set (learning.md).
 LLM_EDGES: tuple[str, ...] = ("contains", "invokes")
@@ -344,6 +351,65 @@ class EngineSettings(BaseSettings):
         0.1, ge=0, le=1, description="paper: 0.1; unset for models that reject it"
     )
     candidate_chars: int = Field(1500, ge=100, description="code shown per candidate (paper)")
+
+    # --- an OpenAI-compatible LLM server (Ollama, llama.cpp, vLLM, LM Studio, a proxy) ---
+    llm_base_url: str | None = Field(
+        None,
+        description="base URL of an OpenAI-compatible chat-completions server (e.g. "
+        "http://127.0.0.1:11434/v1 for Ollama, http://127.0.0.1:8080/v1 for llama.cpp): with "
+        "it, auto runs the LLM roles (llm_roles) with that server; an operator setting, never "
+        "read from a repository's .github/spider.yml",
+    )
+    llm_model: str = Field(
+        "", description="the model name the server knows (e.g. qwen2.5-coder:1.5b for Ollama)"
+    )
+    llm_api_key: SecretStr | None = Field(
+        None, description="bearer key of the LLM server, when it asks for one; never logged"
+    )
+    llm_timeout_s: float = Field(
+        30.0, gt=0, description="per-request timeout of the LLM server (the budget caps the sum)"
+    )
+    llm_max_retries: int = Field(
+        2, ge=0, description="retries of a failed LLM request, with backoff; then it counts failed"
+    )
+    llm_roles: Annotated[tuple[LLMRole, ...] | Literal["auto"], NoDecode] = Field(
+        "auto",
+        description="what a configured LLM does: select (judge graph neighbours, the paper's "
+        "selector), read (re-read the ranker's top llm_read_depth with the issue and re-order "
+        "them), both, none, or auto = the roles that paid on both dev sets (a server: read; "
+        "Claude: select, the paper's method)",
+    )
+    llm_format: LLMFormat = Field(
+        "auto",
+        description="how the model answers: pointwise (one yes/no per function, scored by the "
+        "answer's log-probability; the issue is a shared, cached prefix), listwise (one JSON "
+        "list of ids per request, constrained by a schema); auto = pointwise where the server "
+        "returns log-probabilities (OpenAI-compatible), listwise for Claude",
+    )
+    llm_read_depth: int = Field(
+        20, ge=2, le=100, description="how many of the ranker's top functions the reader re-reads"
+    )
+    llm_read_weight: float = Field(
+        0.5,
+        ge=0,
+        description="weight of the model's yes/no log-odds against the ranker's order "
+        "(log of the rank) when the reader re-sorts: 0 keeps the ranker's order",
+    )
+    llm_admit_log_odds: float = Field(
+        1.0,
+        description="a pointwise selector admits a neighbour only when the model's yes/no "
+        "log-odds reach this (1.0: about 73% yes): conservative, as a swap must beat rank K",
+    )
+    llm_code_chars: int = Field(
+        700, ge=100, description="code shown per function to the LLM roles (a CPU model "
+        "reads about 3 characters a token at 20-90 tokens/s)",
+    )
+    llm_budget_tokens: int = Field(
+        40_000, ge=100, description="prompt + completion tokens one issue may spend on the LLM"
+    )
+    llm_budget_s: float = Field(
+        90.0, gt=0, description="seconds one issue's LLM pass may take; then the list stands"
+    )
     max_issue_chars: int = Field(
         20_000, ge=200, description="issue text is truncated to this before any model call"
     )
@@ -352,6 +418,20 @@ class EngineSettings(BaseSettings):
     @classmethod
     def _edges(cls, v: object) -> tuple[str, ...] | Literal["auto"]:
         return parse_edges_setting(v)  # type: ignore[arg-type]
+
+    @field_validator("llm_roles", mode="before")
+    @classmethod
+    def _roles(cls, v: object) -> tuple[str, ...] | Literal["auto"]:
+        return parse_roles(v)
+
+    @field_validator("llm_base_url", mode="after")
+    @classmethod
+    def _base_url(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        if not v.strip().lower().startswith(("http://", "https://")):
+            raise InvalidSetting(f"llm_base_url {v!r} is not an http(s) URL")
+        return v.strip().rstrip("/")
 
     @field_validator("anthropic_api_key", mode="after")
     @classmethod
@@ -402,18 +482,44 @@ class EngineSettings(BaseSettings):
         return self.rerank and self.first_stage == "hybrid"
 
     @property
+    def llm_backend(self) -> Literal["llm", "anthropic"] | None:
+        """The LLM that is configured: the OpenAI-compatible server (``llm``) when its URL
+        is set, else Claude (``anthropic``) with a key, else None."""
+        if self.llm_base_url is not None:
+            return "llm"
+        return "anthropic" if self.anthropic_api_key is not None else None
+
+    @property
+    def active_llm_roles(self) -> tuple[str, ...]:
+        """The LLM roles that run: the explicit ``llm_roles``, or for ``auto`` the roles
+        that paid (:data:`PAYING_ROLES`); none without a configured LLM. The select role
+        runs only when the selector that runs is an LLM."""
+        backend = self.llm_backend
+        if backend is None:
+            return ()
+        roles = PAYING_ROLES[backend] if self.llm_roles == AUTO else tuple(self.llm_roles)
+        return tuple(
+            r for r in roles if r != "select" or self.selector_name in ("llm", "anthropic")
+        )
+
+    @property
     def selector_name(self) -> str:
-        """The selector that runs: ``auto`` made concrete (anthropic with a key, else offline)."""
+        """The selector that runs: ``auto`` made concrete: the configured LLM when its
+        select role is on (:attr:`llm_backend`), else offline."""
         if self.selector != AUTO:
             return self.selector
-        return "anthropic" if self.anthropic_api_key is not None else "offline"
+        backend = self.llm_backend
+        if backend is None:
+            return "offline"
+        roles = PAYING_ROLES[backend] if self.llm_roles == AUTO else tuple(self.llm_roles)
+        return backend if "select" in roles else "offline"
 
     def expansion_edges(self, selector: str | None = None) -> tuple[str, ...]:
         """The edge types expanded: the explicit ``edges``, or for ``auto`` :data:`LLM_EDGES`
-        when ``selector`` (default: :attr:`selector_name`) is anthropic and none otherwise."""
+        when ``selector`` (default: :attr:`selector_name`) is an LLM and none otherwise."""
         if self.edges != AUTO:
             return tuple(self.edges)
-        return LLM_EDGES if (selector or self.selector_name) == "anthropic" else ()
+        return LLM_EDGES if (selector or self.selector_name) in ("anthropic", "llm") else ()
 
     def resolved(self, selector: str | None = None) -> EngineSettings:
         """These settings with ``auto`` made concrete (the selector, and the edges for
@@ -422,6 +528,8 @@ class EngineSettings(BaseSettings):
         update: dict[str, object] = {}
         if self.selector == AUTO:
             update["selector"] = self.selector_name
+        if self.llm_roles == AUTO:
+            update["llm_roles"] = self.active_llm_roles
         if self.edges == AUTO:
             update["edges"] = self.expansion_edges(selector)
         return self.model_copy(update=update) if update else self
@@ -430,6 +538,25 @@ class EngineSettings(BaseSettings):
     def expands(self) -> bool:
         """Whether graph expansion runs at all (some edge type and at least one centre)."""
         return bool(self.expansion_edges()) and self.centres > 0 and self.selector_name != "none"
+
+
+def parse_roles(value: object) -> tuple[str, ...] | Literal["auto"]:
+    """``llm_roles`` from a comma list (``select,read``), ``both``, ``none`` or ``auto``."""
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low == AUTO:
+            return AUTO
+        parts = ["select", "read"] if low == "both" else [] if low in ("", "none") else [
+            p.strip() for p in low.split(",") if p.strip()
+        ]
+    elif isinstance(value, (list, tuple)):
+        parts = [str(p).strip().lower() for p in value]
+    else:
+        raise InvalidSetting(f"llm_roles {value!r}: give select, read, both, none or auto")
+    unknown = [p for p in parts if p not in ("select", "read")]
+    if unknown:
+        raise InvalidSetting(f"llm_roles: unknown role(s) {', '.join(unknown)} (select, read)")
+    return tuple(dict.fromkeys(parts))
 
 
 def _is_test_glob(glob: str) -> bool:

@@ -1,7 +1,10 @@
-"""Selectors that judge graph neighbours: anthropic (the default with a key), offline (the
-default without one), none, oracle."""
+"""Selectors that judge graph neighbours: an LLM (an OpenAI-compatible server, ``llm``, or
+Claude, ``anthropic``: the default when one is configured with its select role on),
+offline (the default otherwise), none, oracle."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from spider.errors import InvalidSetting
 from spider.select.base import Candidate, NoSelector, SelectionRequest, Selector
@@ -9,19 +12,26 @@ from spider.select.offline import OfflineSelector
 from spider.select.oracle import OracleSelector
 from spider.settings import EngineSettings
 
+if TYPE_CHECKING:
+    from spider.llm.judge import Judge
 
-def make_selector(settings: EngineSettings) -> Selector:
-    """The selector named by ``settings.selector``, ``auto`` being anthropic when a key is
-    configured and offline otherwise (oracle needs ground truth: build it directly)."""
+
+def make_selector(settings: EngineSettings, judge: Judge | None = None) -> Selector:
+    """The selector named by ``settings.selector``, ``auto`` being the configured LLM when
+    its select role is on and offline otherwise (oracle needs ground truth: build it
+    directly). ``judge``: the issue's LLM pass, shared with the reader."""
     name = settings.selector_name
     if name == "none":
         return NoSelector()
     if name == "offline":
         return OfflineSelector()
-    if name == "anthropic":
-        from spider.select.anthropic_selector import AnthropicSelector
+    if name in ("anthropic", "llm"):
+        from spider.llm.backends import make_backend
+        from spider.select.llm_selector import LLMSelector
 
-        return AnthropicSelector(settings)
+        if judge is not None and judge.backend.kind == name:
+            return LLMSelector(judge.backend, settings, judge)
+        return LLMSelector(make_backend(settings, name), settings)
     raise InvalidSetting(
         f"selector {name!r} cannot be built from settings alone "
         "(the oracle needs ground truth; it is for benchmarks)"

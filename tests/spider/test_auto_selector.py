@@ -20,7 +20,7 @@ from pydantic import SecretStr
 
 from spider.models import RunSettings
 from spider.select import NoSelector, OfflineSelector, make_selector
-from spider.select.anthropic_selector import AnthropicSelector
+from spider.select.llm_selector import LLMSelector
 from spider.settings import LLM_EDGES, EngineSettings
 from tests.fakes.anthropic_api import FakeAnthropic, serve_fake_anthropic
 from tests.spider.shop import write_files
@@ -40,7 +40,8 @@ def test_auto_is_offline_without_a_key_and_expands_nothing() -> None:
 def test_auto_is_anthropic_with_a_key_over_contains_and_invokes() -> None:
     s = EngineSettings(anthropic_api_key=KEY)
     assert s.selector_name == "anthropic" and s.expansion_edges() == LLM_EDGES and s.expands
-    assert isinstance(make_selector(s), AnthropicSelector)
+    sel = make_selector(s)
+    assert isinstance(sel, LLMSelector) and sel.name == "anthropic"
     resolved = s.resolved()
     assert (resolved.selector, resolved.edges) == ("anthropic", ("contains", "invokes"))
     # the record of the run names what ran, never "auto"

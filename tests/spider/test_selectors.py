@@ -15,6 +15,7 @@ from spider.models import Issue
 from spider.select import NoSelector, OfflineSelector, make_selector
 from spider.select.anthropic_selector import AnthropicSelector, parse_answer
 from spider.select.base import Candidate, SelectionRequest, Selector
+from spider.select.llm_selector import LLMSelector
 from spider.select.offline import OfflineWeights
 from spider.settings import EngineSettings
 from tests.fakes.anthropic_api import FakeAnthropic, serve_fake_anthropic
@@ -102,7 +103,7 @@ def _anthropic_settings(fake: FakeAnthropic, **kw: object) -> EngineSettings:
 def test_anthropic_selector_real_http_shape(fake: FakeAnthropic) -> None:
     fake.answers = ['{"relevant": ["a.py:f2", "a.py:f0"]}', '{"relevant": []}']
     sel = make_selector(_anthropic_settings(fake, model="unused"))
-    assert isinstance(sel, AnthropicSelector)
+    assert isinstance(sel, LLMSelector) and sel.name == "anthropic"
     out = sel.judge([_request(), _request()])
     assert sorted(map(sorted, out)) == [[], ["a.py:f0", "a.py:f2"]]
     assert len(fake.requests) == 2
