@@ -30,7 +30,7 @@ def celery_conf(settings: AppSettings) -> dict[str, Any]:
             "unacked_restore_interval": settings.broker_restore_interval_s,
             "unacked_restore_throttle": 1,
             # a worker consuming several queues always takes from the first non-empty one in
-            # the order it consumes them (contract.jobs.QUEUES: issues, fixes, indexing);
+            # the order it consumes them (contract.jobs.QUEUES: issues, LLM passes, fixes, indexing);
             # kombu's default rotates between them, letting a burst of index jobs go first
             "queue_order_strategy": "priority",
             **redis_options,

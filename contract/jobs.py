@@ -125,7 +125,10 @@ INDEX_TASK_NAME = "spider.index_repository"
 # Lowest priority: workers consume queues in the order of QUEUES (strict: see
 # contract.broker), and issue workers may be started with ``-Q spider`` only.
 INDEX_QUEUE = "spider-index"
-QUEUES = (QUEUE, FIX_QUEUE, INDEX_QUEUE)  # a plain worker polls them in this order
+# An issue's LLM pass (the list re-read and edited after the first answer): after first
+# answers, before fixes and indexing; a fleet may give it workers of its own (-Q spider-llm).
+LLM_QUEUE = "spider-llm"
+QUEUES = (QUEUE, LLM_QUEUE, FIX_QUEUE, INDEX_QUEUE)  # a plain worker polls them in this order
 INDEX_REASONS = ("installation", "push", "issue")
 _SHA = re.compile(r"^([0-9a-f]{40}|[0-9a-f]{64})?$")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 
 import pytest
 
@@ -21,3 +22,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Remove the shared export folder this session made."""
     if _OWN_ONNX_DIR:
         shutil.rmtree(os.environ["SPIDER_ONNX_DIR"], ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """A real llama.cpp server with SmolLM2-135M on 127.0.0.1; yields its OpenAI base URL."""
+    from spider_devkit.llm_server import serve
+    from tests.real_llm import require_smollm2
+
+    with serve(require_smollm2(), threads=2, ctx=4096) as url:
+        yield url

@@ -13,7 +13,7 @@ from typing import Any
 
 import redis
 
-from contract.jobs import IndexJob
+from contract.jobs import IndexJob, IssueJob
 from contract.settings import AppSettings
 from worker.engine import Engine
 from worker.github import GitHubClient, RetryPolicy
@@ -33,3 +33,5 @@ class Deps:
     store: Any = None  # worker.store.Store: records the posted comment (None: not recorded)
     # queues an index job unless one already waits for the repository (None: never queued)
     queue_index: Callable[[IndexJob], None] | None = None
+    # queues an issue's LLM pass, run after its first answer (None: never queued)
+    queue_llm: Callable[[IssueJob], None] | None = None

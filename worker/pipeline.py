@@ -41,7 +41,8 @@ ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue waits its turn later, 
 
 
 def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
-            after_index: bool = False, waited: dict[str, Any] | None = None) -> Outcome:
+            after_index: bool = False, waited: dict[str, Any] | None = None,
+            llm_pass: bool = False) -> Outcome:
     """Run one job in a slot of its installation and of its repository, under the issue's
     lock. A slot or lock held by others raises NotYourTurn (Throttled, Busy) and nothing
     has happened yet. ``cheaper``: the run after one that hit the hard time limit
@@ -49,7 +50,10 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
     answered from a partial index, once the full index is there (it never asks for
     another run). ``waited``: the job has waited ``delay_minutes`` (``due``: until when,
     epoch seconds) and what the issue had before (:class:`worker.plan.Seen`); before it is
-    due the job raises :class:`Delayed` again at once, reading nothing."""
+    due the job raises :class:`Delayed` again at once, reading nothing. ``llm_pass``: the
+    run after a first answer that lets the configured LLM read the list (its roles are
+    off in every other run, so no answer waits for a model); the comment is edited only
+    when the LLM finished."""
     s = deps.settings
     if waited is not None and float(waited.get("due", 0)) > time.time():
         raise Delayed(_hop(deps, float(waited["due"]) - time.time()), {"waited": waited})
@@ -61,7 +65,7 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
                        limit=s.max_jobs_per_repo, ttl_s=ttl), \
             locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
                        ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
-        outcome = _run(job, deps, started, cheaper, after_index, waited)
+        outcome = _run(job, deps, started, cheaper, after_index, waited, llm_pass)
     if outcome.status == "skipped":
         log.info("job skipped", extra={"reason": outcome.reason})
     else:
@@ -71,7 +75,8 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
 
 
 def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
-         after_index: bool = False, waited: dict[str, Any] | None = None) -> Outcome:
+         after_index: bool = False, waited: dict[str, Any] | None = None,
+         llm_pass: bool = False) -> Outcome:
     """Read the facts, decide, and do what the plan says."""
     with deps.github(job.installation_id) as gh:
         seen = plan.Seen.from_dict(waited) if waited is not None else None
@@ -88,7 +93,7 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
         if isinstance(decision, plan.TooLarge):
             return _too_large(gh, deps, job, decision.skip_label, size_kb=decision.size_kb,
                               limit_kb=decision.limit_kb)
-        return _answer(gh, deps, job, facts, decision, started, after_index)
+        return _answer(gh, deps, job, facts, decision, started, after_index, llm_pass)
 
 
 def read_facts(gh: GitHubClient, job: IssueJob, *, seen: plan.Seen | None = None,
@@ -138,9 +143,13 @@ def _installed_at(deps: Deps, gh: GitHubClient, job: IssueJob) -> datetime | Non
 
 
 def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run: plan.Run,
-            started: float, after_index: bool) -> Outcome:
-    """Fetch and index the default branch, locate the issue, render and publish."""
+            started: float, after_index: bool, llm_pass: bool = False) -> Outcome:
+    """Fetch and index the default branch, locate the issue, render and publish; a first
+    answer with LLM roles configured queues the LLM pass, which edits the comment."""
     s = deps.settings
+    llm_roles = run.settings.active_llm_roles
+    if llm_pass and not llm_roles:  # the repository turned it off since, or /spider did
+        return Outcome(status="skipped", reason="no LLM role is on for this issue now")
     try:
         done = _fetch_and_index(gh, deps, job, facts.repo.default_branch, run.settings)
     except RepositoryTooLarge as exc:  # the fetched mirror is larger than GitHub said
@@ -150,10 +159,18 @@ def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run:
         return _too_large(gh, deps, job, run.config.skip_label, files=exc.files,
                           limit_files=s.max_source_files)
     settings = run.settings
+    if llm_roles and not llm_pass:  # the first answer never waits for a model
+        settings = settings.model_copy(update={"llm_roles": ()})
     if done.partial:  # the engine's cold path: embed only the cheap rankers' best candidates
         settings = settings.model_copy(update={"cold_pool": s.issue_cold_pool})
     loc = deps.engine.locate(done.index, run.issue, settings)
     located_at = time.perf_counter()
+    if llm_pass:
+        kept = llm_pass_outcome(loc)
+        RECORDER.count("spider_llm_passes", kept or "edited")
+        if kept is not None:
+            log.warning("LLM pass left the list standing", extra={"reason": kept})
+            return Outcome(status="skipped", reason=f"LLM pass: {kept}")
     updates = False
     RECORDER.count("spider_answers", "partial" if loc.settings.partial else "full")
     if loc.settings.partial:
@@ -176,11 +193,14 @@ def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run:
         app_name=s.app_name,
         shown=run.config.shown,
         partial_updates=updates,
+        llm_pending=_llm_model(settings) if _llm_later(deps, llm_roles, llm_pass, loc) else None,
     )
     body = render(view, s.template_dir)
     status, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
     record_comment(deps, job, comment_id, done.checkout.sha, loc, facts.issue.title,
                    run.issue.body)
+    if _llm_later(deps, llm_roles, llm_pass, loc):
+        _queue_llm_pass(deps, job)
     return Outcome(status=status, comment_id=comment_id, sha=done.checkout.sha, body=body,
                    timings={k: round(v, 3) for k, v in timings.items()})
 
@@ -255,6 +275,45 @@ def _ask_for_the_full_index(deps: Deps, job: IssueJob, after_index: bool) -> boo
         return False
     log.info("answered from a partial index: full index queued", extra={"rerun": rerun})
     return rerun
+
+
+def llm_pass_outcome(loc: Any) -> str | None:
+    """Why an LLM pass leaves the comment as it is (None: it finished and the comment is
+    edited): the pass did not run, or stopped before any of its roles acted."""
+    record = getattr(loc, "llm", None)
+    if record is None:
+        return "no LLM ran"
+    acted = record.read > 0 or (getattr(loc, "selector_calls", 0) > 0
+                                and getattr(loc, "selector_failures", 0) == 0)
+    if record.failure is not None and not acted:
+        return f"did not finish ({record.failure})"
+    return None
+
+
+def _llm_later(deps: Deps, roles: tuple[str, ...], llm_pass: bool, loc: Any) -> bool:
+    """Whether this answer is followed by an LLM pass: a role is on, this is a first
+    answer, the index was complete (a partial answer's run after indexing does it), and
+    the worker can queue one."""
+    return bool(roles) and not llm_pass and not loc.settings.partial \
+        and deps.queue_llm is not None
+
+
+def _llm_model(settings: EngineSettings) -> str:
+    """The model an LLM pass will ask (the comment names it)."""
+    return settings.llm_model if settings.llm_backend == "llm" else settings.anthropic_model
+
+
+def _queue_llm_pass(deps: Deps, job: IssueJob) -> None:
+    """Queue the issue's LLM pass after its first answer. Best effort: without it the
+    first answer stands, and `/spider` runs everything again."""
+    if deps.queue_llm is None:
+        return
+    try:
+        deps.queue_llm(job)
+    except Exception as exc:
+        log.warning("LLM pass not queued", extra={"error": f"{type(exc).__name__}: {exc}"[:300]})
+        return
+    log.info("LLM pass queued", extra={"issue": job.issue_number})
 
 
 def record_comment(deps: Deps, job: IssueJob, comment_id: int, sha: str, loc: Any,

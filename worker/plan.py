@@ -196,6 +196,10 @@ def engine_settings(loaded: LoadedConfig, command: Command | None, settings: App
         overrides.pop("selector")
         notes.append("`selector: anthropic` needs a key this installation does not have; "
                      f"the `{settings.engine.selector_name}` selector was used.")
+    if overrides.get("selector") == "llm" and settings.engine.llm_base_url is None:
+        overrides.pop("selector")
+        notes.append("`selector: llm` needs an LLM server this installation does not have; "
+                     f"the `{settings.engine.selector_name}` selector was used.")
     if command is not None:
         overrides.update(command.overrides())
         notes.extend(f"`/spider`: {p}." for p in command.problems)

@@ -4,8 +4,9 @@ Example::
 
     enabled: true            # false opts the whole repository out
     k: 10                    # functions listed (1-50)
-    selector: auto           # auto (anthropic with the operator's key, else offline) | offline | none | anthropic
-    edges: [contains, invokes]  # or none; auto (unset): contains + invokes with anthropic, none with offline
+    selector: auto           # auto (the operator's LLM when its select role is on, else offline) | offline | none | anthropic | llm
+    edges: [contains, invokes]  # or none; auto (unset): contains + invokes with an LLM selector, none with offline
+    llm: true                # false: no LLM pass on this repository's issues (the server is the operator's)
     include: ["src/**"]      # only these paths
     exclude: ["docs/**"]     # never these paths
     skip_label: "spider:skip"
@@ -56,7 +57,8 @@ class RepoConfig(BaseModel):
 
     enabled: bool = True
     k: int | None = Field(None, ge=1, le=MAX_K)
-    selector: Literal["auto", "offline", "none", "anthropic"] | None = None
+    selector: Literal["auto", "offline", "none", "anthropic", "llm"] | None = None
+    llm: bool = True  # false: no LLM pass here (which server runs is the operator's choice)
     edges: tuple[str, ...] | Literal["auto"] | None = None  # None: the installation's
     include: list[Glob] = Field(default_factory=list, max_length=MAX_GLOBS)
     exclude: list[Glob] = Field(default_factory=list, max_length=MAX_GLOBS)
@@ -84,6 +86,8 @@ class RepoConfig(BaseModel):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if not self.llm:
+            out["llm_roles"] = ()
         if self.include:
             out["include"] = list(self.include)
         if self.exclude:

@@ -21,6 +21,7 @@ from contract.jobs import (
     FIX_TASK_NAME,
     INDEX_QUEUE,
     INDEX_TASK_NAME,
+    LLM_QUEUE,
     TASK_NAME,
     FixJob,
     IndexJob,
@@ -59,7 +60,15 @@ def deps() -> Deps:
         policy=policy,
         store=Store(settings.database_url_or_default),  # connects on first use only
         queue_index=lambda job: queue_index(client, settings, job),
+        queue_llm=queue_llm_pass,
     )
+
+
+def queue_llm_pass(job: IssueJob) -> None:
+    """Publish an issue's LLM pass on its own queue, under its own task id (one per
+    delivery: a redelivered first answer publishes the same id again)."""
+    localize_issue.apply_async(kwargs={**job.as_kwargs(), "llm_pass": True},
+                               task_id=f"{job.delivery_id}:llm", queue=LLM_QUEUE)
 
 
 def queue_index(client: redis.Redis, settings: AppSettings, job: IndexJob) -> bool:
@@ -122,20 +131,25 @@ def after_hard_time_limit(task: Task, exc: BaseException, task_id: str,
 def localize_issue(self: Task, installation_id: int, repo: str, issue_number: int,
                    delivery_id: str, trigger: str, deferrals: int = 0,
                    hard_limit_hits: int = 0, after_index: bool = False,
-                   waited: dict[str, Any] | None = None, delays: int = 0) -> dict[str, Any]:
+                   waited: dict[str, Any] | None = None, delays: int = 0,
+                   llm_pass: bool = False) -> dict[str, Any]:
     """Localize one issue and post or update its comment (``after_index``: again, once the
     full index of a repository it answered from a partial index is there; ``waited``:
-    after the repository's ``delay_minutes``, see ``worker.pipeline.run_job``)."""
+    after the repository's ``delay_minutes``; ``llm_pass``: the configured LLM reads the
+    list and the comment is edited; see ``worker.pipeline.run_job``)."""
     job = IssueJob(installation_id, repo, issue_number, delivery_id, trigger)
 
     def work(d: Deps) -> Outcome:
         if hard_limit_hits >= HARD_LIMIT_RUNS:  # killed twice: only say so
             return could_not_finish(job, d)
         if hard_limit_hits:
+            if llm_pass:  # the LLM pass ran out of time: the first answer stands
+                return Outcome(status="skipped", reason="LLM pass killed at the time limit")
             return run_job(job, d, cheaper=True, waited=waited)
-        return run_job(job, d, after_index=after_index, waited=waited)
+        return run_job(job, d, after_index=after_index, waited=waited, llm_pass=llm_pass)
 
     starts_id = str(self.request.id) + (f"/h{hard_limit_hits}" if hard_limit_hits else "")
+    trigger = f"{trigger}+llm" if llm_pass else trigger
     return run_task(self, ISSUE_TASK, deps(), job, work, deferrals=deferrals, delays=delays,
                     starts_id=starts_id, delivery_id=delivery_id, repo=repo,
                     issue=issue_number, trigger=trigger)

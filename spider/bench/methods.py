@@ -59,6 +59,12 @@ METHODS: dict[str, dict[str, Any]] = {
     # first visit costs in time is ``spider bench speed``'s cold-path row)
     "cold": {"cold_pool": DEFAULT_COLD_POOL, "cold_always": True},
     "default": {},
+    # the LLM roles (with SPIDER_LLM_BASE_URL/SPIDER_LLM_MODEL or an Anthropic key set for
+    # the run): the default list with no LLM, re-read by it, its neighbours judged by it, both
+    "no-llm": {"llm_roles": ()},
+    "llm-read": {"llm_roles": ("read",)},
+    "llm-select": {"llm_roles": ("select",)},
+    "llm-both": {"llm_roles": ("select", "read")},
 }
 
 

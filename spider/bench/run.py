@@ -115,6 +115,7 @@ def run_instance(
     }
     rows: list[dict[str, Any]] = []
     issue = inst.issue()
+    llm = _llm_backend(cfg, per_method.values())
     for m in methods:
         settings = per_method[m.name]
         selector = None
@@ -122,7 +123,8 @@ def run_instance(
             selector = OracleSelector(truth, normalise=lambda i: id_map.get(i, normalise_id(i)))
         tq = time.perf_counter()
         try:
-            loc = locate(index, issue, settings, selector=selector)
+            loc = locate(index, issue, settings, selector=selector,
+                         llm=llm if settings.active_llm_roles else None)
         except SpiderError as exc:
             # one broken method must not cost the others; the pair is retried on a rerun
             log.error("%s / %s failed: %s", inst.instance_id, m.name, exc)
@@ -146,9 +148,31 @@ def run_instance(
                 "timings": {k: round_seconds(v) for k, v in loc.timings.items()},
                 "index": index_info,
                 "settings": loc.settings.to_dict(),
+                **({"llm": loc.llm.to_dict()} if loc.llm is not None else {}),
+                "admitted_ids": [
+                    id_map.get(h.id, normalise_id(h.id))
+                    for h in loc.hits if any(r.kind == "expand" for r in h.reasons)
+                ],
             }
         )
     return rows
+
+
+_LLM_CACHES: dict[Path, Any] = {}
+
+
+def _llm_backend(cfg: BenchConfig, settings: Iterable[EngineSettings]) -> Any:
+    """The run's LLM backend behind its answer store (``OUT/llm-answers.sqlite``), when a
+    method runs an LLM role; None otherwise."""
+    if not any(s.active_llm_roles for s in settings):
+        return None
+    path = cfg.out / "llm-answers.sqlite"
+    if path not in _LLM_CACHES:
+        from spider.bench.llm_cache import CachedBackend
+        from spider.llm.backends import make_backend
+
+        _LLM_CACHES[path] = CachedBackend(make_backend(cfg.settings), path)
+    return _LLM_CACHES[path]
 
 
 def run_benchmark(

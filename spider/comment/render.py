@@ -67,6 +67,7 @@ class CommentView:
     method: Markdown
     skip_label: Markdown
     partial_note: Markdown | None = None  # ranked from a partial index (the cold path)
+    llm_note: Markdown | None = None  # an LLM pass is queued and will edit this comment
     index_note: Markdown | None = None  # the details' line on a partial index
 
 
@@ -169,6 +170,7 @@ def build_view(
     shown: int = SHOWN,
     low_confidence: float = LOW_CONFIDENCE,
     partial_updates: bool = False,
+    llm_pending: str | None = None,
 ) -> CommentView:
     """The view model of one comment. ``notes`` may hold single-backtick code spans.
 
@@ -211,6 +213,11 @@ def build_view(
         method=plain(loc.method()),
         skip_label=code(skip_label),
         partial_note=partial_note(loc.settings.partial, updates=partial_updates),
+        llm_note=(
+            Markdown(f"{code(llm_pending)} is reading this list with the issue; this comment "
+                     "is edited when it finishes.")
+            if llm_pending else None
+        ),
         index_note=index_words(loc.settings.partial),
     )
 

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 TOP_LOGPROBS = 20  # alternatives asked for the first token: "Yes"/"No" are nearly always in
 CHOOSE_MAX_TOKENS = 1024  # a listwise answer is a short JSON list of ids
+TOKENS_PER_ID = 32  # a listwise answer's length: an id is rarely longer than this in tokens
 UNSEEN_MARGIN = 1.0  # a verdict token not among the alternatives: this far below the last one
 YES = frozenset({"yes"})
 NO = frozenset({"no"})
@@ -94,11 +95,17 @@ def verdict_log_odds(alternatives: Sequence[tuple[str, float]]) -> float:
     return (yes if yes is not None else floor) - (no if no is not None else floor)
 
 
+def answer_tokens(ids: Sequence[str]) -> int:
+    """The most tokens a listwise answer naming each of ``ids`` once can need."""
+    return min(CHOOSE_MAX_TOKENS, TOKENS_PER_ID * (len(ids) + 1))
+
+
 def id_schema(key: str, ids: Sequence[str]) -> dict[str, Any]:
     """The JSON schema of a listwise answer: ``{key: [one of ids, ...]}``."""
     return {
         "type": "object",
-        "properties": {key: {"type": "array", "items": {"type": "string", "enum": list(ids)}}},
+        "properties": {key: {"type": "array", "items": {"type": "string", "enum": list(ids)},
+                             "maxItems": len(ids)}},
         "required": [key],
         "additionalProperties": False,
     }
@@ -185,7 +192,7 @@ class OpenAICompatible:
         import openai
 
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        kw: dict[str, Any] = {"messages": messages, "max_tokens": CHOOSE_MAX_TOKENS}
+        kw: dict[str, Any] = {"messages": messages, "max_tokens": answer_tokens(ids)}
         if self.schema_ok:
             kw["response_format"] = {
                 "type": "json_schema",
