@@ -39,6 +39,9 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
                      "no_function_changed)", ("outcome",)),
     "spider_index_jobs": ("Index jobs by outcome (indexed, skipped, failed, retried, deferred)",
                           ("outcome",)),
+    "spider_llm_passes": ("LLM passes by outcome (edited: the comment now shows what the LLM "
+                          "read; kept: it did not finish and the first answer stands)",
+                          ("outcome",)),
     "spider_answers": ("Issue rankings by the index they were made from (full; partial: the "
                        "cold path, a pool embedded)", ("index",)),
 }

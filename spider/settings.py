@@ -401,7 +401,7 @@ class EngineSettings(BaseSettings):
         "log-odds reach this (1.0: about 73% yes): conservative, as a swap must beat rank K",
     )
     llm_code_chars: int = Field(
-        700, ge=100, description="code shown per function to the LLM roles (a CPU model "
+        400, ge=100, description="code shown per function to the LLM roles (a CPU model "
         "reads about 3 characters a token at 20-90 tokens/s)",
     )
     llm_budget_tokens: int = Field(

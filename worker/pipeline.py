@@ -167,7 +167,7 @@ def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run:
     located_at = time.perf_counter()
     if llm_pass:
         kept = llm_pass_outcome(loc)
-        RECORDER.count("spider_llm_passes", kept or "edited")
+        RECORDER.count("spider_llm_passes", "kept" if kept else "edited")
         if kept is not None:
             log.warning("LLM pass left the list standing", extra={"reason": kept})
             return Outcome(status="skipped", reason=f"LLM pass: {kept}")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import redis
 
-from spider.models import Hit, Issue, Localization, PartialIndex, Reason, RunSettings
+from spider.models import Hit, Issue, LLMRun, Localization, PartialIndex, Reason, RunSettings
 from spider.settings import EngineSettings
 from spider_devkit.devstack import RedisServer
 from worker.mirror import Checkout
@@ -106,6 +106,7 @@ class StubEngine:
         self.confidence: float | None = None  # what the engine estimates for the first hit
         self.cold = False  # index_for_issue finds most vectors missing (the cold path)
         self.indexed: list[tuple[str, EngineSettings]] = []  # full index builds (sha, settings)
+        self.llm_failure: str | None = None  # an LLM pass stops with this (None: it finishes)
 
     def source_files(self, checkout: Checkout, settings: EngineSettings) -> int:
         return 4
@@ -133,7 +134,16 @@ class StubEngine:
         ]
         partial = (PartialIndex(embedded_functions=settings.cold_pool, functions=15461)
                    if settings.cold_pool > 0 else None)
+        self.calls[-1]["llm_roles"] = settings.active_llm_roles
+        llm = None
+        if settings.active_llm_roles:  # as the engine records an LLM pass that read 3 or none
+            read = 0 if self.llm_failure else len(hits[: settings.k])
+            if read:  # the reader raised the last one to the top
+                hits = [hits[2], hits[0], hits[1]]
+                hits[0].reasons.insert(0, Reason("read", rank=3, detail=settings.llm_model))
+            llm = LLMRun("llm", settings.llm_model, settings.active_llm_roles, "pointwise",
+                         read=read, raised=1 if read else 0, failure=self.llm_failure)
         return Localization(index.sha, hits[: settings.k],
                             RunSettings.of(settings, selector=settings.selector, partial=partial),
                             {"first_stage": 0.01, "expansion": 0.0, "total": 0.01},
-                            confidence=self.confidence)
+                            confidence=self.confidence, llm=llm)
