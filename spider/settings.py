@@ -404,6 +404,12 @@ class EngineSettings(BaseSettings):
         400, ge=100, description="code shown per function to the LLM roles (a CPU model "
         "reads about 3 characters a token at 20-90 tokens/s)",
     )
+    llm_prompt_cache: bool = Field(
+        True,
+        description="ask the server to keep the shared prefix (instructions and issue) of "
+        "the pointwise questions cached between requests (llama.cpp's cache_prompt; servers "
+        "that cache prefixes by themselves ignore it)",
+    )
     llm_budget_tokens: int = Field(
         40_000, ge=100, description="prompt + completion tokens one issue may spend on the LLM"
     )

@@ -345,6 +345,22 @@ def markdown(
     )
 
 
+@bench_app.command("llm")
+def llm_table(
+    out: Annotated[Path, typer.Argument(help="a --out directory of a run with LLM methods")],
+) -> None:
+    """What the LLM roles did in a run (no-llm, llm-read, llm-select, llm-both): quality,
+    admissions against evictions (eta, tau), seconds and tokens per issue, and the reader's
+    weight swept over the recorded verdicts; as Markdown."""
+    from spider.bench.llm_report import markdown as llm_markdown
+    from spider.bench.store import read_predictions
+
+    rows = read_predictions(out)
+    if not rows:
+        raise exit_error(f"{out} holds no predictions")
+    typer.echo(llm_markdown(rows))
+
+
 @bench_app.command("coverage")
 def coverage(
     dataset: DatasetOpt,

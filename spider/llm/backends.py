@@ -176,7 +176,7 @@ class OpenAICompatible:
         llama.cpp server is asked to keep the shared prefix cached)."""
         resp = self._create(
             budget, messages=messages, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS,
-            extra_body={"cache_prompt": True},
+            extra_body={"cache_prompt": self.settings.llm_prompt_cache},
         )
         content = getattr(getattr(resp.choices[0], "logprobs", None), "content", None) or []
         if not content:

@@ -1,0 +1,141 @@
+"""What the LLM roles did in a benchmark run, from its predictions: quality per method,
+the selector's admissions against what they evicted (η against τ), cost per issue, and the
+reader's mixing weight swept over the verdicts the run recorded (no model call).
+
+η is the share of admitted functions the fix edited; τ the share of the functions they
+pushed out of the list (present in the run's ``no-llm`` list, absent after) that it did.
+A swap pays only when η > τ.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from spider.ids import normalise_id
+from spider.llm.reader import mix_pointwise
+from spider.metrics import dedupe, score_instance
+
+BASELINE = "no-llm"  # the run's list without the LLM: what admissions evict from
+METRICS = ("R@1", "R@5", "R@20", "MRR@20")
+SWEEP = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)  # reader weights tried on recorded verdicts
+
+
+@dataclass(frozen=True)
+class MethodFigures:
+    """One method's averages over the instances it scored, and its LLM cost."""
+
+    method: str
+    n: int
+    metrics: dict[str, float]
+    admitted: int
+    admitted_right: int
+    evicted: int
+    evicted_right: int
+    seconds_p50: float | None
+    seconds_p90: float | None
+    prompt_tokens_p50: float | None
+    cached_share: float | None  # of prompt tokens, those the server's cache supplied
+    failures: int  # issues whose LLM pass stopped early
+
+
+def _pct(values: Sequence[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
+
+
+def _scored(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in rows if r.get("metrics") and r.get("gt")]
+
+
+def figures(rows: Sequence[Mapping[str, Any]]) -> list[MethodFigures]:
+    """Per method: averages, admissions (η, τ against :data:`BASELINE`) and cost."""
+    scored = _scored(rows)
+    base = {r["instance_id"]: r for r in scored if r["method"] == BASELINE}
+    by_method: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in scored:
+        by_method[r["method"]].append(r)
+    out = []
+    for method, rs in by_method.items():
+        adm = adm_ok = ev = ev_ok = 0
+        for r in rs:
+            gt = set(r["gt"])
+            admitted = set(r.get("admitted_ids") or [])
+            adm += len(admitted)
+            adm_ok += len(admitted & gt)
+            b = base.get(r["instance_id"])
+            if b is not None and admitted:
+                evicted = set(b["ranked"]) - set(r["ranked"])
+                ev += len(evicted)
+                ev_ok += len(evicted & gt)
+        usage = [r["llm"]["usage"] for r in rs if r.get("llm")]
+        seconds = [float(u.get("seconds", 0.0)) for u in usage]
+        prompt = [float(u.get("prompt_tokens", 0)) for u in usage]
+        cached = sum(float(u.get("cached_tokens", 0)) for u in usage)
+        out.append(MethodFigures(
+            method=method, n=len(rs),
+            metrics={m: statistics.fmean(r["metrics"][m] for r in rs) for m in METRICS},
+            admitted=adm, admitted_right=adm_ok, evicted=ev, evicted_right=ev_ok,
+            seconds_p50=_pct(seconds, 0.5), seconds_p90=_pct(seconds, 0.9),
+            prompt_tokens_p50=_pct(prompt, 0.5),
+            cached_share=(cached / sum(prompt)) if prompt and sum(prompt) else None,
+            failures=sum(1 for r in rs if r.get("llm") and r["llm"].get("failure")),
+        ))
+    return sorted(out, key=lambda f: f.method)
+
+
+def sweep(rows: Sequence[Mapping[str, Any]], method: str = "llm-read",
+          weights: Sequence[float] = SWEEP) -> dict[float, dict[str, float]]:
+    """The reader's metrics at each weight, re-mixing the recorded verdicts of ``method``
+    over the :data:`BASELINE` list of the same instance (what the reader read)."""
+    scored = _scored(rows)
+    base = {r["instance_id"]: r for r in scored if r["method"] == BASELINE}
+    reads = [r for r in scored if r["method"] == method and r.get("llm")]
+    out: dict[float, dict[str, float]] = {}
+    for w in weights:
+        per: list[dict[str, float]] = []
+        for r in reads:
+            b = base.get(r["instance_id"])
+            if b is None:
+                continue
+            verdicts = r["llm"].get("verdicts") or {}
+            order = mix_pointwise(b["ranked_ids"], verdicts, w)
+            ranked = dedupe(normalise_id(i) for i in order)
+            per.append(score_instance(ranked, r["gt"]))
+        if per:
+            out[w] = {m: statistics.fmean(p[m] for p in per) for m in METRICS}
+    return out
+
+
+def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The figures and the sweep as Markdown tables."""
+    lines = [
+        "| method | n | R@1 | R@5 | R@20 | MRR@20 | admitted (right) | evicted (right) | η | τ "
+        "| s/issue p50 | p90 | prompt tokens p50 | cached | stopped early |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def f(v: float | None, fmt: str = ".3f") -> str:
+        return "–" if v is None else format(v, fmt)
+
+    for m in figures(rows):
+        eta = m.admitted_right / m.admitted if m.admitted else None
+        tau = m.evicted_right / m.evicted if m.evicted else None
+        lines.append(
+            f"| `{m.method}` | {m.n} | " + " | ".join(f(m.metrics[k]) for k in METRICS)
+            + f" | {m.admitted} ({m.admitted_right}) | {m.evicted} ({m.evicted_right}) "
+            f"| {f(eta)} | {f(tau)} | {f(m.seconds_p50, '.1f')} | {f(m.seconds_p90, '.1f')} "
+            f"| {f(m.prompt_tokens_p50, '.0f')} | {f(m.cached_share, '.0%')} | {m.failures} |"
+        )
+    sw = sweep(rows)
+    if sw:
+        lines += ["", "| reader weight | " + " | ".join(METRICS) + " |",
+                  "|---:|" + "---:|" * len(METRICS)]
+        for w, ms in sw.items():
+            lines.append(f"| {w:g} | " + " | ".join(f(ms[k]) for k in METRICS) + " |")
+    return "\n".join(lines)
