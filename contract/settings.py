@@ -286,6 +286,16 @@ class AppSettings(BaseSettings):
                 "SPIDER_SELECTOR=anthropic needs SPIDER_ANTHROPIC_API_KEY (unset "
                 "SPIDER_SELECTOR for auto: Claude with a key, the offline selector without)"
             )
+        if self.engine.selector == "llm" and self.engine.llm_base_url is None:
+            raise SettingsError(
+                "SPIDER_SELECTOR=llm needs SPIDER_LLM_BASE_URL (an OpenAI-compatible server; "
+                "unset SPIDER_SELECTOR for auto)"
+            )
+        if self.engine.llm_base_url is not None and not self.engine.llm_model.strip():
+            raise SettingsError(
+                f"SPIDER_LLM_BASE_URL is {self.engine.llm_base_url} but SPIDER_LLM_MODEL is "
+                "empty: name the model that server serves (e.g. qwen2.5-coder:7b for Ollama)"
+            )
         if "{owner}" not in self.git_url_template and not Path(self.git_url_template).is_absolute():
             raise SettingsError(
                 "SPIDER_GIT_URL_TEMPLATE needs {owner} and {name}, or is one local path"

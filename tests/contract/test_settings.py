@@ -51,6 +51,14 @@ def test_worker_limits_and_selector() -> None:
     with pytest.raises(SettingsError, match="ANTHROPIC"):
         make(github_app_id=1, github_private_key=KEY,
              engine=EngineSettings(selector="anthropic")).check_worker()
+    with pytest.raises(SettingsError, match="SPIDER_LLM_BASE_URL"):
+        make(github_app_id=1, github_private_key=KEY,
+             engine=EngineSettings(selector="llm")).check_worker()
+    with pytest.raises(SettingsError, match="SPIDER_LLM_MODEL is empty"):
+        make(github_app_id=1, github_private_key=KEY,
+             engine=EngineSettings(llm_base_url="http://127.0.0.1:11434/v1")).check_worker()
+    make(github_app_id=1, github_private_key=KEY, engine=EngineSettings(
+        llm_base_url="http://127.0.0.1:11434/v1", llm_model="qwen2.5-coder:7b")).check_worker()
     # the default (auto) needs no key: it runs the offline selector without one
     make(github_app_id=1, github_private_key=KEY, engine=EngineSettings(selector="auto")).check_worker()
     with pytest.raises(SettingsError, match="GIT_URL_TEMPLATE"):
