@@ -165,3 +165,24 @@ def test_auto_runs_the_roles_that_paid_with_a_server_and_the_papers_with_claude(
     claude = EngineSettings(anthropic_api_key="sk-x")
     assert claude.active_llm_roles == PAYING_ROLES["anthropic"]
     assert EngineSettings().active_llm_roles == ()
+
+
+def test_claude_reads_the_list_in_one_listwise_answer(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    from spider.localize import locate
+    from spider.models import Issue
+    from tests.fakes.anthropic_api import serve_fake_anthropic
+    from tests.spider.shop import shop_index
+
+    index = shop_index(tmp_path_factory, first_stage="bm25")
+    with serve_fake_anthropic() as claude:
+        claude.default = json.dumps({"ranking": ["shop/pricing.py:format_price", "evil.py:x"]})
+        s = EngineSettings(first_stage="bm25", anthropic_api_key="sk-test",
+                           anthropic_base_url=claude.base_url, anthropic_max_retries=0,
+                           llm_roles="read", k=5)
+        loc = locate(index, Issue("Cart.add_item accepts negative quantities"), s)
+    assert loc.llm is not None and loc.llm.format == "listwise" and loc.llm.backend == "anthropic"
+    assert len(claude.requests) == 1 and "Order the candidates" in claude.requests[0]["system"]
+    assert loc.hits[0].id == "shop/pricing.py:format_price"  # fused up from the model's first
+    assert "evil.py:x" not in {h.id for h in loc.hits}
+    assert loc.settings.selector == "offline"  # read only: Claude does not select here
