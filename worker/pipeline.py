@@ -160,7 +160,7 @@ def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run:
                           limit_files=s.max_source_files)
     settings = run.settings
     if llm_roles and not llm_pass:  # the first answer never waits for a model
-        settings = settings.model_copy(update={"llm_roles": ()})
+        settings = first_answer_settings(settings)
     if done.partial:  # the engine's cold path: embed only the cheap rankers' best candidates
         settings = settings.model_copy(update={"cold_pool": s.issue_cold_pool})
     loc = deps.engine.locate(done.index, run.issue, settings)
@@ -275,6 +275,15 @@ def _ask_for_the_full_index(deps: Deps, job: IssueJob, after_index: bool) -> boo
         return False
     log.info("answered from a partial index: full index queued", extra={"rerun": rerun})
     return rerun
+
+
+def first_answer_settings(settings: EngineSettings) -> EngineSettings:
+    """``settings`` with every LLM role off, an LLM selector named explicitly included
+    (the offline one answers first; the LLM pass runs the one asked for)."""
+    update: dict[str, Any] = {"llm_roles": ()}
+    if settings.selector in ("llm", "anthropic"):
+        update["selector"] = "auto"
+    return settings.model_copy(update=update)
 
 
 def llm_pass_outcome(loc: Any) -> str | None:

@@ -112,3 +112,14 @@ def test_a_partial_answer_leaves_the_pass_to_the_run_after_indexing(
     engine.cold = False
     run_job(job(), deps, after_index=True)
     assert queued == [job()]
+
+
+def test_an_llm_selector_asked_for_by_name_also_waits_for_the_pass() -> None:
+    from worker.pipeline import first_answer_settings
+
+    s = EngineSettings(anthropic_api_key="sk-x", selector="anthropic")
+    first = first_answer_settings(s)
+    assert first.selector_name == "offline" and first.active_llm_roles == ()
+    assert s.active_llm_roles == ("select",)  # what the pass runs
+    server = EngineSettings(llm_base_url="http://127.0.0.1:9/v1", llm_model="m", selector="llm")
+    assert first_answer_settings(server).selector_name == "offline"
