@@ -1,4 +1,5 @@
-"""Hostile issues, end to end, with the Claude selector against the fake Anthropic API:
+"""Hostile issues, end to end, with the Claude selector (in the LLM pass that follows the
+first answer) against the fake Anthropic API:
 issue text that tries to steer the selector or the comment changes nothing but the ranking.
 The comment lists only functions of the repository, rendered by our template; it pings no
 one, shows no image and links nowhere but the repository at the commit; an oversized issue
@@ -75,10 +76,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory, anthropic: FakeAnthropic) ->
 
 
 def run(stack: DevStack, number: int, title: str, body: str) -> tuple[dict[str, Any], str]:
+    """Open an issue; the first answer's outcome, and the comment once the LLM pass (where
+    Claude judges) has edited it."""
     stack.fake.add_issue(REPO, number, title, body)
     resp = stack.deliver("issues", issue_payload(REPO, number, title, body))
     assert resp.json()["status"] == "queued", resp.text
     outcome = stack.result(resp.json()["task_id"])
+    assert stack.result(resp.json()["task_id"] + ":llm")["status"] == "updated"
     (comment,) = stack.fake.bot_comments(REPO, number)
     return outcome, comment.body
 
@@ -149,6 +153,7 @@ def test_a_hostile_command_is_echoed_harmlessly(stack: DevStack) -> None:
     command = stack.fake.add_comment(REPO, 3, text, association="OWNER")
     resp = stack.deliver("issue_comment", command_payload(REPO, 3, command.id, command.body))
     assert stack.result(resp.json()["task_id"])["status"] == "updated"
+    assert stack.result(resp.json()["task_id"] + ":llm")["status"] in ("updated", "unchanged")
     (comment,) = stack.fake.bot_comments(REPO, 3)
     assert "ignored `edges=<img%20src=x>`" in comment.body  # shown in a code span
     assert_safe(comment.body, str(outcome["sha"]))
