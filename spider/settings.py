@@ -387,7 +387,12 @@ class EngineSettings(BaseSettings):
         "returns log-probabilities (OpenAI-compatible), listwise for Claude",
     )
     llm_read_depth: int = Field(
-        20, ge=2, le=100, description="how many of the ranker's top functions the reader re-reads"
+        10,
+        ge=2,
+        le=100,
+        description="how many of the ranker's top functions the reader re-reads: the head, "
+        "where the order matters most (each costs a CPU model seconds; on a GPU a deeper "
+        "reading, 30-50, can also pull up what the ranker left below K)",
     )
     llm_read_weight: float = Field(
         0.5,
