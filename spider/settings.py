@@ -21,9 +21,10 @@ LLMRole = Literal["select", "read"]
 LLMFormat = Literal["auto", "pointwise", "listwise"]
 # The LLM roles that run when ``llm_roles`` is auto, per configured backend. A server
 # (``llm``): only the roles that lowered neither dev set with the local models measured
-# here (docs/benchmark.md). Claude (``anthropic``): the paper's selector, as before (the
-# API is unreachable here, so that choice rests on the paper's figures, not ours).
-PAYING_ROLES: dict[str, tuple[str, ...]] = {"llm": ("read",), "anthropic": ("select",)}
+# here: none did (Qwen2.5-Coder 0.5B and 1.5B on a CPU, docs/benchmark.md), so a server
+# runs only the roles named in SPIDER_LLM_ROLES. Claude (``anthropic``): the paper's
+# selector, as before (the API is unreachable here: that rests on the paper's figures).
+PAYING_ROLES: dict[str, tuple[str, ...]] = {"llm": (), "anthropic": ("select",)}
 FirstStage = Literal["dense", "bm25", "hybrid"]
 EncoderBackend = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
 
@@ -376,8 +377,9 @@ class EngineSettings(BaseSettings):
         "auto",
         description="what a configured LLM does: select (judge graph neighbours, the paper's "
         "selector), read (re-read the ranker's top llm_read_depth with the issue and re-order "
-        "them), both, none, or auto = the roles that paid on both dev sets (a server: read; "
-        "Claude: select, the paper's method)",
+        "them), both, none, or auto = the roles that paid on both dev sets (a server: none of "
+        "them with the local models measured, so name the roles; Claude: select, the paper's "
+        "method)",
     )
     llm_format: LLMFormat = Field(
         "auto",
@@ -395,7 +397,7 @@ class EngineSettings(BaseSettings):
         "reading, 30-50, can also pull up what the ranker left below K)",
     )
     llm_read_weight: float = Field(
-        0.5,
+        1.0,
         ge=0,
         description="weight of the model's yes/no log-odds against the ranker's order "
         "(log of the rank) when the reader re-sorts: 0 keeps the ranker's order",
