@@ -451,7 +451,7 @@ class Localization:
             edges = ", ".join(s.edges) or "no"
             admitted = summary["admitted"] or "none"
             who = (
-                f"{self.llm.model} as the selector"
+                f"the {s.selector} selector ({self.llm.model})"
                 if self.llm is not None and s.selector in ("llm", "anthropic")
                 else f"the {s.selector} selector"
             )

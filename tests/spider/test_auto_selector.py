@@ -139,7 +139,7 @@ def test_a_key_alone_runs_the_claude_selector_end_to_end(
     assert route["centre"] in {h["id"] for h in data["hits"]}
     centre = route["centre"].split(":", 1)[1]
     assert route["words"].startswith(f"found via {route['edge']} from `{centre}`")
-    assert "the anthropic selector was offered" in data["method"]
+    assert "the anthropic selector (claude-sonnet-4-20250514) was offered" in data["method"]
     assert "sk-test-key" not in out.stderr  # the key is never logged
 
     # the same command without the key: offline, no expansion, no call

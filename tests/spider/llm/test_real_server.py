@@ -76,4 +76,4 @@ def test_the_selector_judges_neighbours_through_the_server(shop: Index, llama_se
                                    edges="contains", llm_admit_log_odds=-50.0))
     assert loc.settings.selector == "llm" and loc.selector_calls > 0
     assert loc.selector_failures == 0 and loc.llm is not None and loc.llm.judged > 0
-    assert "local as the selector" in loc.method()
+    assert "the llm selector (local) was offered" in loc.method()
