@@ -26,7 +26,7 @@ from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.select.exchange import Admission
 from spider.settings import EngineSettings
-from spider.tidy import tidy_list
+from spider.tidy import named_as_code, tidy_list
 
 CLOSE_WORDING_RANK = 10  # a dense rank this good means the text reads like the issue
 MAX_TERMS = 3  # shared words shown per hit: the rarest ones say the most
@@ -165,6 +165,19 @@ def add_relations(graph: CodeGraph, hits: list[Hit]) -> None:
         hit.reasons.insert(at, reason)
 
 
+def folded_reasons(survivor: str, others: Sequence[str]) -> list[Reason]:
+    """The ``folded`` reasons of a listed function that stands for ``others`` (functions
+    nested in it, or the one it is nested in), so the list says what it folded."""
+    return [
+        Reason(
+            kind="folded",
+            centre=o,
+            relation="defines" if o.startswith(survivor + ".") else "defined inside",
+        )
+        for o in others
+    ]
+
+
 def first_stage_reason(fs: FirstStage, idx: int, shown: int, score: float) -> Reason:
     """The ranker's reason for function ``idx``, with the rank a reader sees (``shown``).
 
@@ -178,6 +191,27 @@ def first_stage_reason(fs: FirstStage, idx: int, shown: int, score: float) -> Re
         parts.append(f"dense {int(fs.ranks['dense'][idx])}, BM25 {int(fs.ranks['bm25'][idx])}")
     detail = "; ".join(parts) or None
     return Reason(kind=fs.kind, rank=shown, score=round(score, 6), detail=detail)  # type: ignore[arg-type]
+
+
+def kept_named(
+    fs: FirstStage,
+    ids: Sequence[str],
+    evidence: dict[str, str],
+    final: Sequence[str],
+    text: str,
+    settings: EngineSettings,
+) -> set[str]:
+    """The functions the issue names as code that the list keeps on top (``keep_named``):
+    those the first stage put in its top K or the ranker listed."""
+    if not settings.keep_named:
+        return set()
+    listed = set(final)
+    at = {ids[i]: i for i in fs.evidence}
+    return {
+        c
+        for c in named_as_code(evidence, text)
+        if c in listed or int(fs.rank[at[c]]) <= settings.k
+    }
 
 
 def locate(
@@ -217,15 +251,19 @@ def locate(
     final = exp.final
     if exp.placed and settings.placement == "probability" and isinstance(selector, OfflineSelector):
         final = selector.place(final, exp.placed, exp.requests, shown)
+    evidence = {ids[i]: ev for i, ev in fs.evidence.items()}
+    folded: dict[str, list[str]] = {}
     final = tidy_list(
         final,
         ranked,
         index.graph,
         issue.text,
-        {ids[i]: ev for i, ev in fs.evidence.items()},
+        evidence,
         k=settings.k,
         demote_paths=settings.demote_paths,
         fold=settings.fold_nested,
+        named=kept_named(fs, ids, evidence, final, issue.text, settings),
+        folded=folded,
     )
     t2 = time.perf_counter()
     hits: list[Hit] = []
@@ -261,6 +299,7 @@ def locate(
             reasons.append(Reason(kind="wording", rank=int(fs.ranks["dense"][idx])))
         if recall_history and (said := index.history().recalled(idx, text)):
             reasons.append(Reason(kind="history", detail=said))
+        reasons.extend(folded_reasons(node_id, folded.get(node_id, ())))
         reasons.append(first_stage_reason(fs, idx, shown[node_id], score_of[node_id]))
         hits.append(
             Hit(

@@ -231,6 +231,13 @@ class EngineSettings(BaseSettings):
         "DEMOTED_PATHS) below the library's own code, unless the issue names their file, "
         "their name or points at them by a signal",
     )
+    keep_named: bool = Field(
+        True,
+        description="after the ranker, keep a function the issue names as code (a call "
+        "such as `c.ClientIP()`, `Foo.bar`, `Foo::bar`, a name in backticks, a traceback "
+        "frame) above every listed function with no issue signal, when the first stage "
+        "had it in the top K or the ranker listed it",
+    )
     fold_nested: bool = Field(
         True,
         description="list a function and a function nested in it once (the outer, at the "

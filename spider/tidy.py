@@ -1,20 +1,26 @@
-"""Less noise in the final list: tooling and copies below the library's own code, and a
-function with its own nested function listed once.
+"""Less noise in the final list: the functions the issue names as code on top, tooling
+and copies below the library's own code, and a function with its own nested function
+listed once.
 
-Both steps run after the learned ranker (whose features are fixed) as one explicit pass,
-:func:`tidy_list`, each under its own setting (``demote_paths``, ``fold_nested``):
+The steps run after the learned ranker (whose features are fixed) as one explicit pass,
+:func:`tidy_list`, each under its own setting (``keep_named``, ``demote_paths``,
+``fold_nested``):
 
+- a function the issue names as code (a traceback frame, ``Foo.bar``, a name in
+  backticks, a call such as ``c.ClientIP()``) moves above every function listed before it
+  that has no issue signal at all: it is never ranked below one that only matches the
+  wording;
 - a function under a tooling or copy folder (:data:`DEMOTED_PATHS`: release scripts,
   benchmarks, examples, a vendored ``extras/`` copy) moves below every candidate of the
   library's own code, unless the issue names it (its file, folder or name, or any issue
   signal for it);
-- a nested helper (a function defined directly in another, ``iter_content.generate``)
-  listed with the function it is defined in is dropped, and the freed slot goes to the
-  next candidate, unless the issue points at the helper itself (a signal: a mention, a
-  traceback frame). A function holding more than :data:`MAX_HELPERS` nested functions is
-  a module in function form (a dayjs plugin, a factory, an IIFE), and a function attached
-  to an object inside another (``plugin.proto.tz``) is a member, not a helper: both are
-  items of their own and never folded.
+- a function and a function nested in it (through functions, at any depth:
+  ``iter_content.generate``) are listed once, at the better of their places, and the
+  freed slot goes to the next candidate, unless the issue points at both by their own
+  signals. The one the issue points at survives; else the outer, when it holds at most
+  :data:`MAX_HELPERS` nested functions (helpers); else, in a module-sized function (an
+  adapter, a dayjs plugin, a factory), the one ranked higher. A function attached to an
+  object inside another (``plugin.proto.tz``) is a member, not nested, and never folded.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
 from spider.graph.model import CodeGraph
-from spider.retrieve.signals import code_written_names
+from spider.retrieve.signals import code_written_names, names_written_as_code
 
 
 class PathPattern(NamedTuple):
@@ -83,12 +89,19 @@ def nested_functions(graph: CodeGraph, outer: str) -> int:
 
 
 def nested_in(graph: CodeGraph, inner: str, outer: str) -> bool:
-    """Whether function ``inner`` is a helper defined directly inside function ``outer``
-    (same file, its qualified name one segment under the outer's, its lines within the
-    outer's)."""
-    if not inner.startswith(outer + ".") or "." in inner[len(outer) + 1 :]:
+    """Whether function ``inner`` is defined inside function ``outer``, at any depth
+    through functions only (same file, its qualified name under the outer's, every name
+    between them a function, its lines within the outer's). A function attached to an
+    object inside another (``plugin.proto.tz``) is a member, not nested."""
+    if not inner.startswith(outer + "."):
         return False
-    a, b = graph.g.nodes[inner], graph.g.nodes[outer]
+    g = graph.g
+    prefix = outer
+    for seg in inner[len(outer) + 1 :].split(".")[:-1]:
+        prefix = f"{prefix}.{seg}"
+        if prefix not in g or g.nodes[prefix].get("kind") != "function":
+            return False
+    a, b = g.nodes[inner], g.nodes[outer]
     return (
         a.get("path") == b.get("path")
         and int(b.get("start_line", 0)) <= int(a.get("start_line", 0))
@@ -116,12 +129,18 @@ def demote(
 
 
 def fold_nested(
-    candidates: Sequence[str], graph: CodeGraph, evidence: Collection[str], k: int
+    candidates: Sequence[str],
+    graph: CodeGraph,
+    evidence: Collection[str],
+    k: int,
+    folded: dict[str, list[str]] | None = None,
 ) -> list[str]:
-    """The first ``k`` of ``candidates`` with a nested helper dropped when the function it
-    is defined in (holding at most :data:`MAX_HELPERS` nested functions) is listed too and
-    the issue points at the helper by no signal; the outer takes the better of the two
-    places."""
+    """The first ``k`` of ``candidates`` with each function and a function nested in it
+    listed once, at the better of their places, unless the issue points at both by their
+    own signals (``evidence``). The survivor is the one the issue points at; else the
+    outer when it holds at most :data:`MAX_HELPERS` nested functions (helpers); else,
+    in a module-sized function, the one ranked higher. ``folded`` (when given) receives
+    survivor -> the functions it stands for."""
     helpers_of: dict[str, bool] = {}
 
     def holds_helpers(outer: str) -> bool:
@@ -129,26 +148,87 @@ def fold_nested(
             helpers_of[outer] = nested_functions(graph, outer) <= MAX_HELPERS
         return helpers_of[outer]
 
-    def folds(inner: str, outer: str) -> bool:
-        return inner not in evidence and nested_in(graph, inner, outer) and holds_helpers(outer)
+    def survivor(listed: str, new: str) -> str | None:
+        """Which of two related functions stays (None: both, or they are unrelated)."""
+        if nested_in(graph, new, listed):
+            outer, inner = listed, new
+        elif nested_in(graph, listed, new):
+            outer, inner = new, listed
+        else:
+            return None
+        if inner in evidence and outer in evidence:
+            return None
+        if inner in evidence or outer in evidence:
+            return inner if inner in evidence else outer
+        return outer if holds_helpers(outer) else listed
 
+    record: dict[str, list[str]] = {}
     out: list[str] = []
     for c in candidates:
         if len(out) >= k:
             break
-        if any(folds(c, o) for o in out):
+        placed: int | None = None
+        absorbed = False
+        for o in list(out):
+            keep = survivor(o, c)
+            if keep is None:
+                continue
+            if keep == o:
+                record.setdefault(o, []).append(c)
+                record[o].extend(record.pop(c, []))
+                absorbed = True
+                break
+            at = out.index(o)
+            out.remove(o)
+            placed = at if placed is None else min(placed, at)
+            record.setdefault(c, []).extend([o, *record.pop(o, [])])
+        if absorbed:
             continue
-        inners = [o for o in out if folds(o, c)]
-        if inners:
-            at = out.index(inners[0])
-            out = [o for o in out if o not in inners]
-            out.insert(at, c)
-            continue
-        out.append(c)
+        out.insert(len(out) if placed is None else placed, c)
+    if folded is not None:
+        folded.update({s: v for s, v in record.items() if s in out})
     return out
 
 
 WEAK_EVIDENCE = frozenset({"file"})  # every function of a named file has it: not the inner's own
+# Signals that are code by construction: a traceback frame, a dotted name, a name in
+# backticks or a code block. A bare name (``name``) counts when the issue writes it as
+# code too (``c.ClientIP()``); a class's member or a name's component never does.
+CODE_EVIDENCE = frozenset({"frame", "qualified", "backtick"})
+NAME_EVIDENCE = "name"
+
+
+def named_as_code(evidence: Mapping[str, str], text: str) -> set[str]:
+    """The functions the issue names as code (``evidence``: id -> ``kind: detail``): a
+    traceback frame, ``Foo.bar``, a name in backticks, or a name written call-shaped,
+    dotted or scoped (``c.ClientIP()``, ``Foo::bar``). A common English word in prose
+    ("We run gin") is no signal at all, so it never gets here."""
+    code = names_written_as_code(text)
+    out: set[str] = set()
+    for c, ev in evidence.items():
+        kind, _, detail = ev.partition(": ")
+        if kind in CODE_EVIDENCE or (
+            kind == NAME_EVIDENCE and detail.split(".")[-1].lower() in code
+        ):
+            out.add(c)
+    return out
+
+
+def keep_named_on_top(
+    candidates: Sequence[str], named: Collection[str], evidence: Collection[str]
+) -> list[str]:
+    """``candidates`` with every function in ``named`` (named by the issue as code) moved
+    above each function listed before it that has no issue signal at all (one that only
+    matches the issue's wording): the strongest evidence an issue gives is never ranked
+    below a guess. The rest keep their order."""
+    out: list[str] = []
+    for c in candidates:
+        if c in named:
+            at = next((i for i, o in enumerate(out) if o not in evidence), len(out))
+            out.insert(at, c)
+        else:
+            out.append(c)
+    return out
 
 
 def pointed_at(evidence: Mapping[str, str]) -> set[str]:
@@ -167,18 +247,31 @@ def tidy_list(
     k: int,
     demote_paths: bool = True,
     fold: bool = True,
+    named: Collection[str] = (),
+    folded: dict[str, list[str]] | None = None,
 ) -> list[str]:
-    """The final list with both steps applied; freed places are filled from ``pool`` (the
+    """The final list with the steps applied; freed places are filled from ``pool`` (the
     ranked candidates, best first) in order; ``evidence`` maps a function id to its issue
-    signal (``"frame: a.py:3"``). With both steps off, ``final`` as it is."""
-    if not (demote_paths or fold):
+    signal (``"frame: a.py:3"``); ``named``: the functions the issue names as code
+    (:func:`named_as_code`), kept above those without a signal; ``folded`` receives what
+    each survivor of :func:`fold_nested` stands for among ``final``'s functions. With every step off,
+    ``final`` as it is."""
+    if not (demote_paths or fold or named):
         return list(final)
     seen = set(final)
     candidates = list(final) + [p for p in pool if p not in seen]
     if demote_paths:
         candidates = demote(candidates, graph, text, evidence)
+    if named:
+        candidates = keep_named_on_top(candidates, named, evidence)
     if fold:
-        return fold_nested(candidates, graph, pointed_at(evidence), k)
+        record: dict[str, list[str]] = {}
+        out = fold_nested(candidates, graph, pointed_at(evidence), k, record)
+        if folded is not None:  # what the list would have shown: the ranker's own top
+            shown = set(final)
+            folded.update({s: v for s, v in ((s, [o for o in v if o in shown]) for s, v in
+                                             record.items()) if v})
+        return out
     return candidates[:k]
 
 
@@ -190,6 +283,8 @@ __all__ = [
     "demoted_folder",
     "fold_nested",
     "issue_names",
+    "keep_named_on_top",
+    "named_as_code",
     "nested_functions",
     "nested_in",
     "tidy_list",

@@ -31,6 +31,7 @@ _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 _FENCE = re.compile(r"```.*?```", re.DOTALL)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\(")
+_SCOPED = re.compile(r"(?<![\w:])([A-Za-z_]\w*(?:::[A-Za-z_]\w*)+)")  # Foo::bar, a::b::c
 
 MIN_NAME_CHARS = 3  # shorter names (`x`, `id`) match too much to count as a mention
 MAX_NAME_MATCHES = 8  # a short name defined more often than this is too ambiguous to use
@@ -154,9 +155,31 @@ def looks_like_code(word: str) -> bool:
     return bool(_CODE_SHAPE.search(word.strip("_") or word)) or word.startswith("__")
 
 
+def scoped_as_dotted(text: str) -> str:
+    """``text`` with C++/Rust/PHP scoped names written dotted (``Foo::bar`` ->
+    ``Foo.bar``), the way the graph qualifies names in every language."""
+    return _SCOPED.sub(lambda m: m.group(1).replace("::", "."), text)
+
+
+@lru_cache(maxsize=CODE_NAMES_CACHED)
+def names_written_as_code(text: str) -> frozenset[str]:
+    """The names (lower case, last part) that ``text`` writes unmistakably as code: in
+    backticks or a fenced block, called (``c.ClientIP()``), dotted (``Foo.bar``), scoped
+    (``Foo::bar``) or in a traceback frame. A capitalised or camel-case word in prose is
+    not enough: those are what :func:`code_written_names` adds."""
+    text = scoped_as_dotted(text)
+    sig = extract_signals(text)
+    prose = _FENCE.sub(" ", text)
+    names = set(sig.code_names) | set(_CALL.findall(prose))
+    names.update(n for n in _IDENT.findall(prose) if "." in n.strip("."))
+    names.update(func for _, _, func in sig.frames if func)
+    return frozenset(n.split(".")[-1].lower() for n in names if n)
+
+
 def extract_signals(text: str) -> IssueSignals:
     """Parse paths, identifiers and stack frames (Python, Java/Kotlin, JS/TS, Go, Rust)."""
     sig = IssueSignals()
+    text = scoped_as_dotted(text)
     for m in _PY_FRAME.finditer(text):
         sig.frames.append((m.group(1), int(m.group(2)), m.group(3)))
     for m in _JAVA_FRAME.finditer(text):

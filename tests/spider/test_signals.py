@@ -158,3 +158,13 @@ def test_common_english_word_written_as_code_still_names_a_function() -> None:
     assert prose == [0.0, 0.0, 0.0]
     code, _ = signal_scores(table, extract_signals("`URL` is wrong; see engine.RunTLS()"), len(ids))
     assert code[1] > 0 and code[2] > 0
+
+
+def test_a_scoped_name_is_read_as_a_dotted_one() -> None:
+    from spider.retrieve.signals import names_written_as_code
+
+    sig = extract_signals("formatter::parse and ranges::join fail")
+    assert {"formatter.parse", "ranges.join"} <= sig.prose_names
+    code = names_written_as_code("We run gin and c.ClientIP() returns `RemoteIP`; Foo::bar")
+    assert {"clientip", "remoteip", "bar"} <= code
+    assert "run" not in code and "gin" not in code
