@@ -18,7 +18,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from spider.cli_common import QuietOpt, TerminalProgress, terminal_progress
+from spider.cli_common import (
+    PlainCommand,
+    PlainGroup,
+    QuietOpt,
+    TerminalProgress,
+    terminal_progress,
+)
 from spider.errors import EmptyIssue, EnginePermanentError, InputError, SpiderError
 from spider.models import Hit, Issue, Localization, reader_id
 from spider.progress import RANKING, ended
@@ -28,6 +34,7 @@ if TYPE_CHECKING:
     from spider.index import Index
 
 app = typer.Typer(
+    cls=PlainGroup,
     add_completion=False,
     no_args_is_help=True,
     help="SpIDER issue localization: which functions will a fix most likely edit?",
@@ -96,7 +103,7 @@ def _build(
     return build_index(_open(path, rev), settings, progress=progress)
 
 
-@app.command()
+@app.command(cls=PlainCommand)
 def index(
     path: PathArg,
     rev: RevOpt = None,
@@ -244,7 +251,7 @@ def index_command(path: Path, rev: str | None) -> str:
     return f"spider index {shlex.quote(str(path))}{tail}"
 
 
-@app.command()
+@app.command(cls=PlainCommand)
 def locate(
     path: PathArg,
     issue: Annotated[str | None, typer.Option("--issue", help="issue text (title first)")] = None,
@@ -455,11 +462,11 @@ def _markdown(result: Localization, links: Permalinks) -> str:
         raise _fail(str(exc)) from exc
 
 
-model_app = typer.Typer(no_args_is_help=True, help="The embedding model's files.")
+model_app = typer.Typer(cls=PlainGroup, no_args_is_help=True, help="The embedding model's files.")
 app.add_typer(model_app, name="model")
 
 
-@model_app.command("export")
+@model_app.command(cls=PlainCommand, name="export")
 def model_export(
     force: Annotated[bool, typer.Option("--force", help="export again even if present")] = False,
 ) -> None:

@@ -90,15 +90,12 @@ def build_graph(
     stats = ParseStats()
     plan, unsupported = _plan(source, settings, stats)
     if not plan:
-        raise NoSourceFiles(
-            "no supported source file to index "
-            f"({unsupported} files in unsupported languages, skipped: {dict(stats.skipped)}); "
-            "check the exclude/include settings"
-        )
+        raise NoSourceFiles(empty_reason(unsupported, stats.skipped))
     outlines = _parse_all(source, plan, settings, stats, progress, outline_cache)
     if not outlines:
         raise NoSourceFiles(
-            f"none of the {len(plan)} source files could be used (skipped: {dict(stats.skipped)})"
+            f"none of the {len(plan)} source files could be used"
+            + (f" ({skipped_words(stats.skipped)})" if stats.skipped else "")
         )
     cg = CodeGraph(stats=stats, commit=source.commit)
     ids = _add_nodes(cg, outlines)
@@ -109,6 +106,25 @@ def build_graph(
         extra={"files": sum(stats.parsed.values()), "seconds": stats.seconds, **cg.counts()},
     )
     return cg
+
+
+def skipped_words(skipped: Counter[str] | dict[str, int]) -> str:
+    """Skipped files in words: ``skipped 40 tests, 1 generated``."""
+    return "skipped " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items()))
+
+
+def empty_reason(unsupported: int, skipped: Counter[str] | dict[str, int]) -> str:
+    """Why there is nothing to index, in words: an empty tree, files in languages not
+    parsed, or every source file excluded (and by what)."""
+    if not unsupported and not skipped:
+        return "no files to index: the repository (or the revision read) is empty"
+    found = [f"{unsupported} in languages not parsed"] if unsupported else []
+    if skipped:
+        found.append(skipped_words(skipped))
+    return (
+        "no supported source file to index (" + "; ".join(found) + "); check the "
+        "exclude/include settings"
+    )
 
 
 def count_source_files(source: SourceTree, settings: EngineSettings) -> int:

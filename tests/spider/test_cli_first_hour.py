@@ -377,3 +377,23 @@ def test_an_anonymous_export_is_shown_by_its_file_name() -> None:
     console.print(hits_table(_result(anon), "title", console.width))
     assert "lib/helpers/resolveConfig.js:resolveConfig" in screen.getvalue()
     assert ":default" not in screen.getvalue()
+
+
+# -- help and error texts ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["locate"], ["index"], ["bench"], ["train", "ranker"], []])
+def test_help_reads_like_a_manual(command: list[str]) -> None:
+    out = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "120"})
+    assert out.exit_code == 0, out.output
+    assert "<bool>" not in out.stdout and "{" not in out.stdout.splitlines()[1]
+    if command in (["locate"], ["index"]):
+        assert f"{command[0]} [OPTIONS] PATH" in out.stdout  # the runner names the program "root"
+
+
+def test_an_empty_repository_says_so_in_words(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = _run("locate", str(empty), "--issue", "a bug", cache=tmp_path / "cache")
+    assert out.exit_code == 2
+    assert "is empty" in out.stderr and "{}" not in out.stderr
