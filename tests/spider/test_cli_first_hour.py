@@ -397,3 +397,16 @@ def test_an_empty_repository_says_so_in_words(tmp_path: Path) -> None:
     out = _run("locate", str(empty), "--issue", "a bug", cache=tmp_path / "cache")
     assert out.exit_code == 2
     assert "is empty" in out.stderr and "{}" not in out.stderr
+
+
+def test_the_quick_start_indexes_the_product_not_its_dev_only_tools() -> None:
+    from spider.graph.build import exclusion_reasons
+    from spider.source import DirectorySource
+
+    root = Path(__file__).resolve().parents[2]
+    demo_answer = "bot/signature.py"
+    fake = "devkit/spider_devkit/fake_github/webhooks.py"
+    why = exclusion_reasons(DirectorySource(root), EngineSettings(), [fake, demo_answer])
+    assert why.get(fake) is not None and demo_answer not in why
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "X-Hub-Signature-256" in readme  # the demo issue, whose answer is in bot/
