@@ -169,7 +169,11 @@ class EngineSettings(BaseSettings):
         description="where admitted items go: below their centre (paper) or by estimated "
         "probability (offline selector only)",
     )
-    first_stage: FirstStage = "hybrid"
+    first_stage: FirstStage = Field(
+        "hybrid",
+        description="the first stage: dense (embeddings), bm25 (code tokens) or hybrid "
+        "(both fused with file BM25 and the issue's signals)",
+    )
     # Fusion weights: chosen by leave-one-repository-out CV on the 33 non-sympy dev
     # instances (sympy held out); see README "Tuning". Plain RRF is k=60, weights 1/1/0/0.
     fusion_k: int = Field(10, ge=1, description="RRF constant: smaller favours each list's head")
@@ -256,7 +260,10 @@ class EngineSettings(BaseSettings):
         5_000, ge=80, description="files with a longer average line are treated as minified"
     )
     parse_timeout_s: float = Field(5.0, gt=0, description="per-file tree-sitter time budget")
-    exclude_tests: bool = True
+    exclude_tests: bool = Field(
+        True, description="leave test files and folders out of the graph (a fix is rarely "
+        "to a test)"
+    )
     exclude: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="extra glob exclusions"
     )
@@ -284,7 +291,7 @@ class EngineSettings(BaseSettings):
     max_seq_length: int = Field(
         128, ge=32, le=8192, description="encoder token cap per text (MiniLM was trained at 128)"
     )
-    embed_batch_size: int = Field(32, ge=1)
+    embed_batch_size: int = Field(32, ge=1, description="functions embedded per batch")
     encoder: EncoderBackend = Field(
         "auto",
         description="how texts are embedded: torch (sentence-transformers, fp32), torch-bf16 "
@@ -304,7 +311,9 @@ class EngineSettings(BaseSettings):
         0,
         ge=0,
         description="with no vectors yet, embed only this many best candidates of the cheap "
-        "rankers (BM25, file BM25, issue signals) and mark the result partial; 0 = embed all",
+        "rankers (BM25, file BM25, issue signals) and mark the result partial; 0 = embed all. "
+        f"Unset, `spider locate` uses {DEFAULT_COLD_POOL} (as the app's issue_cold_pool) and "
+        "`spider index` and `spider bench` 0",
     )
     cold_always: bool = Field(
         False,

@@ -12,7 +12,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contract.settings import AppSettings
-from spider.settings import EngineSettings
+from spider.settings import DEFAULT_COLD_POOL, EngineSettings
 from tests import configuration_doc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +62,26 @@ def test_every_setting_has_a_row() -> None:
             if name in configuration_doc.SKIPPED_FIELDS:
                 continue
             assert f"| `SPIDER_{name.upper()}` |" in page
+
+
+def test_every_setting_has_a_description() -> None:
+    empty = [
+        f"SPIDER_{name.upper()}"
+        for model in (EngineSettings, AppSettings)
+        for name, field in model.model_fields.items()
+        if name not in configuration_doc.SKIPPED_FIELDS and not (field.description or "").strip()
+    ]
+    assert not empty, f"settings with no Field(description=...): {empty}"
+
+
+def test_the_documented_cold_pool_defaults_are_the_entry_points_own() -> None:
+    from spider.cli import _first_answer
+
+    field = EngineSettings.model_fields["cold_pool"]
+    assert field.default == EngineSettings().cold_pool
+    assert f"`spider locate` uses {_first_answer(EngineSettings()).cold_pool}" in (
+        field.description or "")
+    assert AppSettings.model_fields["issue_cold_pool"].default == DEFAULT_COLD_POOL
 
 
 def test_the_page_is_the_same_when_the_app_settings_compose_the_engine_ones() -> None:
