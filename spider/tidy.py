@@ -19,8 +19,9 @@ The steps run after the learned ranker (whose features are fixed) as one explici
   freed slot goes to the next candidate, unless the issue points at both by their own
   signals. The one the issue points at survives; else the outer, when it holds at most
   :data:`MAX_HELPERS` nested functions (helpers); else, in a module-sized function (an
-  adapter, a dayjs plugin, a factory), the one ranked higher. A function attached to an
-  object inside another (``plugin.proto.tz``) is a member, not nested, and never folded.
+  adapter, a factory), the one ranked higher. A module-sized anonymous export (a dayjs
+  plugin) is the module itself, and a function attached to an object inside another
+  (``plugin.proto.tz``) is a member: neither is folded.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import NamedTuple
 
 from spider.graph.model import CodeGraph
+from spider.models import display_name
 from spider.retrieve.signals import code_written_names, names_written_as_code
 
 
@@ -109,6 +111,15 @@ def nested_in(graph: CodeGraph, inner: str, outer: str) -> bool:
     )
 
 
+def module_export(graph: CodeGraph, node: str) -> bool:
+    """Whether function ``node`` is a JS/TS module's anonymous export (a dayjs plugin's
+    ``export default (o, c, d) => {...}``): the module itself in function form, whose
+    nested functions are the module's own items, not helpers."""
+    a = graph.g.nodes[node]
+    name, path = str(a.get("name", "")), str(a.get("path", ""))
+    return display_name(path, name) != name and "." not in name
+
+
 def demote(
     candidates: Sequence[str], graph: CodeGraph, text: str, evidence: Collection[str]
 ) -> list[str]:
@@ -140,7 +151,9 @@ def fold_nested(
     own signals (``evidence``). The survivor is the one the issue points at; else the
     outer when it holds at most :data:`MAX_HELPERS` nested functions (helpers); else,
     in a module-sized function, the one ranked higher. ``folded`` (when given) receives
-    survivor -> the functions it stands for."""
+    survivor -> the functions it stands for. A module-sized anonymous export (a dayjs
+    plugin, :func:`module_export`) and a function nested in it both stay: the export is
+    the module itself."""
     helpers_of: dict[str, bool] = {}
 
     def holds_helpers(outer: str) -> bool:
@@ -160,7 +173,9 @@ def fold_nested(
             return None
         if inner in evidence or outer in evidence:
             return inner if inner in evidence else outer
-        return outer if holds_helpers(outer) else listed
+        if holds_helpers(outer):
+            return outer
+        return None if module_export(graph, outer) else listed
 
     record: dict[str, list[str]] = {}
     out: list[str] = []
@@ -191,27 +206,25 @@ def fold_nested(
 
 
 WEAK_EVIDENCE = frozenset({"file"})  # every function of a named file has it: not the inner's own
-# Signals that are code by construction: a traceback frame, a dotted name, a name in
-# backticks or a code block. A bare name (``name``) counts when the issue writes it as
-# code too (``c.ClientIP()``); a class's member or a name's component never does.
-CODE_EVIDENCE = frozenset({"frame", "qualified", "backtick"})
-NAME_EVIDENCE = "name"
+# The issue's signals that can name a function as code: a dotted name, a name in
+# backticks, a bare name. Each counts when the issue's prose writes that name as code
+# (:func:`names_written_as_code`); a class's member, a name's component, a file never do,
+# and a traceback frame is left to the ranker (a traceback lists many callers).
+NAMING_EVIDENCE = frozenset({"qualified", "backtick", "name"})
 
 
 def named_as_code(evidence: Mapping[str, str], text: str) -> set[str]:
     """The functions the issue names as code (``evidence``: id -> ``kind: detail``): a
-    traceback frame, ``Foo.bar``, a name in backticks, or a name written call-shaped,
-    dotted or scoped (``c.ClientIP()``, ``Foo::bar``). A common English word in prose
+    name its prose writes in inline backticks, call-shaped, dotted or scoped
+    (``c.ClientIP()``, `` `Foo.bar` ``, ``Foo::bar``). A common English word in prose
     ("We run gin") is no signal at all, so it never gets here."""
     code = names_written_as_code(text)
-    out: set[str] = set()
-    for c, ev in evidence.items():
-        kind, _, detail = ev.partition(": ")
-        if kind in CODE_EVIDENCE or (
-            kind == NAME_EVIDENCE and detail.split(".")[-1].lower() in code
-        ):
-            out.add(c)
-    return out
+    return {
+        c
+        for c, ev in evidence.items()
+        if (kind_detail := ev.partition(": "))[0] in NAMING_EVIDENCE
+        and kind_detail[2].split(".")[-1].lower() in code
+    }
 
 
 def keep_named_on_top(
@@ -284,6 +297,7 @@ __all__ = [
     "fold_nested",
     "issue_names",
     "keep_named_on_top",
+    "module_export",
     "named_as_code",
     "nested_functions",
     "nested_in",

@@ -163,17 +163,18 @@ def scoped_as_dotted(text: str) -> str:
 
 @lru_cache(maxsize=CODE_NAMES_CACHED)
 def names_written_as_code(text: str) -> frozenset[str]:
-    """The names (lower case, last part) that ``text`` writes unmistakably as code: in
-    backticks or a fenced block, called (``c.ClientIP()``), dotted (``Foo.bar``), scoped
-    (``Foo::bar``) or in a traceback frame. A capitalised or camel-case word in prose is
-    not enough: those are what :func:`code_written_names` adds."""
-    text = scoped_as_dotted(text)
-    sig = extract_signals(text)
-    prose = _FENCE.sub(" ", text)
-    names = set(sig.code_names) | set(_CALL.findall(prose))
-    names.update(n for n in _IDENT.findall(prose) if "." in n.strip("."))
-    names.update(func for _, _, func in sig.frames if func)
-    return frozenset(n.split(".")[-1].lower() for n in names if n)
+    """The member names (lower case) that the issue's prose writes as code through their
+    receiver or scope: ``c.ClientIP()``, `` `Session.send` ``, ``Foo::bar``, ``foo.bar(``.
+    A bare call (``dayjs()``, the library's entry point in every usage example), a name
+    alone, a capitalised word and anything in a fenced block (a pasted log or
+    reproduction: usage, not a pointer) are not enough."""
+    prose = _FENCE.sub(" ", scoped_as_dotted(text))
+    names = {n for m in _BACKTICK.finditer(prose) for n in _IDENT.findall(m.group(1))}
+    names.update(_CALL.findall(prose))
+    names.update(_IDENT.findall(prose))
+    return frozenset(
+        n.rsplit(".", 1)[-1].lower() for n in names if "." in n.strip(".") and n[-1] != "."
+    )
 
 
 def extract_signals(text: str) -> IssueSignals:
@@ -242,6 +243,13 @@ class NameTable:
             self.by_path[path].append(i)
             self.lines.append((path, int(a.get("start_line", 0)), int(a.get("end_line", 0))))
         self.paths = list(self.by_path)
+
+    def names_one(self, name: str) -> bool:
+        """Whether a mentioned name (``ClientIP``, ``Context.ClientIP``) names exactly one
+        function: a dotted one by its last two parts, else by its short name."""
+        parts = name.split("#")[0].split(".")
+        table = self.by_qual if len(parts) > 1 else self.by_short
+        return len(set(table.get(".".join(parts[-2:]), ()))) == 1
 
     def files_matching(self, mention: str) -> list[str]:
         """Graph paths that end with the mentioned path (``a/b.py`` matches ``src/a/b.py``)."""

@@ -165,6 +165,7 @@ def test_a_scoped_name_is_read_as_a_dotted_one() -> None:
 
     sig = extract_signals("formatter::parse and ranges::join fail")
     assert {"formatter.parse", "ranges.join"} <= sig.prose_names
-    code = names_written_as_code("We run gin and c.ClientIP() returns `RemoteIP`; Foo::bar")
-    assert {"clientip", "remoteip", "bar"} <= code
-    assert "run" not in code and "gin" not in code
+    code = names_written_as_code(
+        "We run gin and c.ClientIP() returns `RemoteIP`; Foo::bar, `Session.send`, "
+        "dayjs() and parse() fail\n```\nclient.Fetch()\n```")
+    assert code == {"clientip", "bar", "send"}  # members through a receiver or scope only

@@ -10,6 +10,7 @@ from spider.tidy import (
     fold_nested,
     issue_names,
     keep_named_on_top,
+    module_export,
     named_as_code,
     nested_functions,
     nested_in,
@@ -125,6 +126,16 @@ def test_a_module_in_function_form_and_its_function_are_one_item_the_higher_one(
     assert fold_nested([inner[0], outer], g, set(), k=2) == [inner[0]]
 
 
+def test_a_module_sized_anonymous_export_keeps_its_nested_functions() -> None:
+    path = "src/plugin/localeData/index.js"
+    g, ids = graph_of([(path, "default", 1, 90)] + [
+        (path, f"default.helper{i}", 2 + i, 2 + i) for i in range(MAX_HELPERS + 1)])
+    for nid in ids[1:]:
+        g.add_edge(ids[0], nid, "contains")
+    assert module_export(g, ids[0]) and not module_export(g, ids[1])
+    assert fold_nested([ids[0], ids[1]], g, set(), k=2) == [ids[0], ids[1]]
+
+
 def test_a_function_nested_two_deep_through_functions_is_folded() -> None:
     path = "lib/core/Axios.js"
     g, ids = graph_of([
@@ -138,7 +149,7 @@ def test_a_function_nested_two_deep_through_functions_is_folded() -> None:
 
 def test_a_function_the_issue_names_as_code_stays_above_wording_only_ones() -> None:
     g, ids = _graph()
-    text = "We run the app and `buildURL()` drops the query"
+    text = "We run the app and `helpers.buildURL()` drops the query"
     evidence = {ids[5]: "backtick: buildURL", ids[3]: "file: lib/adapters/xhr.js"}
     assert named_as_code(evidence, text) == {ids[5]}
     order = [ids[0], ids[3], ids[6], ids[5]]
@@ -156,4 +167,5 @@ def test_a_prose_name_counts_as_code_only_when_written_as_code() -> None:
     assert named_as_code(called, "c.buildURL() returns the proxy address") == {ids[5]}
     assert named_as_code(called, "Url::buildURL is wrong") == {ids[5]}
     assert named_as_code(called, "buildURL returns the proxy address") == set()
+    assert named_as_code(called, "buildURL() and `buildURL` are no member") == set()
     assert named_as_code({ids[0]: "member: class Axios"}, "`Axios` fails") == set()
