@@ -12,7 +12,7 @@ from spider.features import pool_features
 from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
-from spider.models import Hit, Issue, Localization, Reason, RunSettings
+from spider.models import Hit, Issue, Link, Localization, Reason, RunSettings
 from spider.pool_rank import (
     Calibration,
     PoolRanker,
@@ -23,6 +23,7 @@ from spider.pool_rank import (
 )
 from spider.rerank import HeadCalibration, default_calibration, rerank_with_logits
 from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
+from spider.retrieve.signals import NameTable
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.select.exchange import Admission
 from spider.settings import EngineSettings
@@ -152,6 +153,31 @@ def related_reasons(graph: CodeGraph, ids: Sequence[str]) -> dict[str, Reason]:
     return out
 
 
+# Graph edges a picture of the list draws between two listed functions, by edge type.
+_LINK_EDGES: tuple[tuple[str, str], ...] = (("invokes", "calls"), ("contains", "contains"))
+
+
+def list_links(graph: CodeGraph, ids: Sequence[str], placed: dict[str, Admission]) -> list[Link]:
+    """The edges between listed functions (``ids``, in list order): calls and contains
+    from the graph, and "found via" from each admitted item's centre when it is listed."""
+    g = graph.g
+    listed = set(ids)
+    links: list[Link] = []
+    for u in ids:
+        for edge, kind in _LINK_EDGES:
+            links.extend(
+                Link(u, v, kind)  # type: ignore[arg-type]
+                for _, v, key in g.out_edges(u, keys=True)
+                if key == edge and v in listed and v != u
+            )
+    links.extend(
+        Link(adm.centre, node, "found via")
+        for node, adm in placed.items()
+        if node in listed and adm.centre in listed
+    )
+    return links
+
+
 def add_relations(graph: CodeGraph, hits: list[Hit]) -> None:
     """Give every hit the graph joins to a higher-listed hit its ``related`` reason, just
     before its rank; an item that expansion admitted already names its route, and keeps it
@@ -193,8 +219,12 @@ def first_stage_reason(fs: FirstStage, idx: int, shown: int, score: float) -> Re
     return Reason(kind=fs.kind, rank=shown, score=round(score, 6), detail=detail)  # type: ignore[arg-type]
 
 
+MAX_KEPT_NAMED = 3  # an issue naming more functions as code is showing usage, not the bug
+
+
 def kept_named(
     fs: FirstStage,
+    names: NameTable,
     ids: Sequence[str],
     evidence: dict[str, str],
     final: Sequence[str],
@@ -202,16 +232,20 @@ def kept_named(
     settings: EngineSettings,
 ) -> set[str]:
     """The functions the issue names as code that the list keeps on top (``keep_named``):
-    those the first stage put in its top K or the ranker listed."""
+    a mention that names exactly one function of the repository (``c.ClientIP()``, not a
+    ``parse`` that six plugins define), by a name the first stage put in its top K or the
+    ranker listed; at most :data:`MAX_KEPT_NAMED` of them, the first stage's best."""
     if not settings.keep_named:
         return set()
     listed = set(final)
     at = {ids[i]: i for i in fs.evidence}
-    return {
+    found = [
         c
         for c in named_as_code(evidence, text)
-        if c in listed or int(fs.rank[at[c]]) <= settings.k
-    }
+        if (c in listed or int(fs.rank[at[c]]) <= settings.k)
+        and names.names_one(evidence[c].partition(": ")[2])
+    ]
+    return set(sorted(found, key=lambda c: int(fs.rank[at[c]]))[:MAX_KEPT_NAMED])
 
 
 def locate(
@@ -262,7 +296,7 @@ def locate(
         k=settings.k,
         demote_paths=settings.demote_paths,
         fold=settings.fold_nested,
-        named=kept_named(fs, ids, evidence, final, issue.text, settings),
+        named=kept_named(fs, index.name_table(), ids, evidence, final, issue.text, settings),
         folded=folded,
     )
     t2 = time.perf_counter()
@@ -335,6 +369,7 @@ def locate(
         selector_calls=len(exp.requests),
         selector_failures=selector.failures - failed_before,
         confidence=confidence(fs, ranker),
+        links=list_links(index.graph, final, exp.placed),
     )
 
 
@@ -348,6 +383,7 @@ __all__ = [
     "add_relations",
     "evidence_reason",
     "first_stage_reason",
+    "list_links",
     "locate",
     "ranked_first_stage",
     "related_reasons",

@@ -269,6 +269,19 @@ class Hit:
         }
 
 
+LinkKind = Literal["calls", "contains", "found via"]
+
+
+@dataclass(frozen=True)
+class Link:
+    """An edge between two listed functions, for the picture of how they connect:
+    ``source`` calls or contains ``target``, or expansion found ``target`` via ``source``."""
+
+    source: str
+    target: str
+    kind: LinkKind
+
+
 @dataclass(frozen=True)
 class CentreExpansion:
     """What graph expansion did around one centre.
@@ -411,6 +424,7 @@ class Localization:
     selector_calls: int = 0  # requests the selector judged (0: expansion did not run)
     selector_failures: int = 0  # of those, calls that failed (they admitted nothing)
     confidence: float | None = None  # calibrated P(first hit is edited); None: not estimated
+    links: list[Link] = field(default_factory=list)  # edges between listed functions
 
     def method(self) -> str:
         """What ran for this list, in words, from the settings and counts the engine recorded."""
@@ -491,4 +505,5 @@ class Localization:
             "selector_failures": self.selector_failures,
             "method": self.method(),
             "confidence": None if self.confidence is None else round(self.confidence, 4),
+            "links": [asdict(link) for link in self.links],
         }

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import jinja2
 
 from spider.comment.markdown import Markdown, code, inline, plain
+from spider.comment.mermaid import mermaid_graph
 from spider.errors import RenderError
 from spider.models import Hit, Localization, PartialIndex, Reason
 
@@ -68,6 +69,7 @@ class CommentView:
     skip_label: Markdown
     partial_note: Markdown | None = None  # ranked from a partial index (the cold path)
     index_note: Markdown | None = None  # the details' line on a partial index
+    graph: Markdown | None = None  # a Mermaid picture of how the listed functions connect
 
 
 def reason_words(reason: Reason) -> Markdown:
@@ -212,6 +214,7 @@ def build_view(
         skip_label=code(skip_label),
         partial_note=partial_note(loc.settings.partial, updates=partial_updates),
         index_note=index_words(loc.settings.partial),
+        graph=mermaid_graph(loc.hits, loc.links, top=shown),
     )
 
 
