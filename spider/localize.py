@@ -287,6 +287,7 @@ def locate(
         final = selector.place(final, exp.placed, exp.requests, shown)
     evidence = {ids[i]: ev for i, ev in fs.evidence.items()}
     folded: dict[str, list[str]] = {}
+    named = kept_named(fs, index.name_table(), ids, evidence, final, issue.text, settings)
     final = tidy_list(
         final,
         ranked,
@@ -296,7 +297,8 @@ def locate(
         k=settings.k,
         demote_paths=settings.demote_paths,
         fold=settings.fold_nested,
-        named=kept_named(fs, index.name_table(), ids, evidence, final, issue.text, settings),
+        named=named,
+        first_rank={ids[i]: int(fs.rank[i]) for i in head} if named else None,
         folded=folded,
     )
     t2 = time.perf_counter()

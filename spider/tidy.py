@@ -17,11 +17,13 @@ The steps run after the learned ranker (whose features are fixed) as one explici
 - a function and a function nested in it (through functions, at any depth:
   ``iter_content.generate``) are listed once, at the better of their places, and the
   freed slot goes to the next candidate, unless the issue points at both by their own
-  signals. The one the issue points at survives; else the outer, when it holds at most
-  :data:`MAX_HELPERS` nested functions (helpers); else, in a module-sized function (an
-  adapter, a factory), the one ranked higher. A module-sized anonymous export (a dayjs
-  plugin) is the module itself, and a function attached to an object inside another
-  (``plugin.proto.tz``) is a member: neither is folded.
+  signals (a signal of the name around it, ``member``, is not its own). The one the
+  issue points at survives; else the outer, when it holds at most :data:`MAX_HELPERS`
+  nested functions (helpers); else, in a module-sized function (axios' ``httpAdapter``
+  around ``dispatchHttpRequest``), the one ranked higher. A module-sized anonymous export
+  (a dayjs plugin) is the module itself, and a method or an object literal's member
+  defined inside a function, or a function attached to an object inside another
+  (``plugin.proto.tz``), is a member: none of them is folded.
 """
 
 from __future__ import annotations
@@ -151,9 +153,10 @@ def fold_nested(
     own signals (``evidence``). The survivor is the one the issue points at; else the
     outer when it holds at most :data:`MAX_HELPERS` nested functions (helpers); else,
     in a module-sized function, the one ranked higher. ``folded`` (when given) receives
-    survivor -> the functions it stands for. A module-sized anonymous export (a dayjs
-    plugin, :func:`module_export`) and a function nested in it both stay: the export is
-    the module itself."""
+    survivor -> the functions it stands for. A method or an object literal's member
+    defined inside a function (the graph's ``member``: a factory returning an object of
+    functions) and the functions of a module-sized anonymous export (a dayjs plugin,
+    :func:`module_export`) are items of their own, never folded."""
     helpers_of: dict[str, bool] = {}
 
     def holds_helpers(outer: str) -> bool:
@@ -173,6 +176,8 @@ def fold_nested(
             return None
         if inner in evidence or outer in evidence:
             return inner if inner in evidence else outer
+        if graph.g.nodes[inner].get("member"):
+            return None  # a method or an object literal's member: an item of its own
         if holds_helpers(outer):
             return outer
         return None if module_export(graph, outer) else listed
@@ -205,7 +210,9 @@ def fold_nested(
     return out
 
 
-WEAK_EVIDENCE = frozenset({"file"})  # every function of a named file has it: not the inner's own
+# Signals a function gets from a name around it, not its own: every function of a named
+# file has ``file``; a function inside a named class or function has ``member``.
+WEAK_EVIDENCE = frozenset({"file", "member"})
 # The issue's signals that can name a function as code: a dotted name, a name in
 # backticks, a bare name. Each counts when the issue's prose writes that name as code
 # (:func:`names_written_as_code`); a class's member, a name's component, a file never do,
@@ -228,16 +235,30 @@ def named_as_code(evidence: Mapping[str, str], text: str) -> set[str]:
 
 
 def keep_named_on_top(
-    candidates: Sequence[str], named: Collection[str], evidence: Collection[str]
+    candidates: Sequence[str],
+    named: Collection[str],
+    evidence: Collection[str],
+    first_rank: Mapping[str, int] | None = None,
 ) -> list[str]:
     """``candidates`` with every function in ``named`` (named by the issue as code) moved
     above each function listed before it that has no issue signal at all (one that only
-    matches the issue's wording): the strongest evidence an issue gives is never ranked
-    below a guess. The rest keep their order."""
+    matches the issue's wording) and that the first stage ranked below it
+    (``first_rank``: id -> the first stage's rank; without it, above every such function):
+    the ranker may keep a wording match the first stage already preferred, but never
+    re-ranks the issue's own pointer below a guess. The rest keep their order."""
+    never = float("inf")
+
+    def outranked(other: str, c: str) -> bool:
+        if other in evidence:
+            return False
+        if first_rank is None:
+            return True
+        return first_rank.get(other, never) > first_rank.get(c, never)
+
     out: list[str] = []
     for c in candidates:
         if c in named:
-            at = next((i for i, o in enumerate(out) if o not in evidence), len(out))
+            at = next((i for i, o in enumerate(out) if outranked(o, c)), len(out))
             out.insert(at, c)
         else:
             out.append(c)
@@ -261,12 +282,14 @@ def tidy_list(
     demote_paths: bool = True,
     fold: bool = True,
     named: Collection[str] = (),
+    first_rank: Mapping[str, int] | None = None,
     folded: dict[str, list[str]] | None = None,
 ) -> list[str]:
     """The final list with the steps applied; freed places are filled from ``pool`` (the
     ranked candidates, best first) in order; ``evidence`` maps a function id to its issue
     signal (``"frame: a.py:3"``); ``named``: the functions the issue names as code
-    (:func:`named_as_code`), kept above those without a signal; ``folded`` receives what
+    (:func:`named_as_code`), kept above those without a signal that ``first_rank`` (the
+    first stage's ranks) put below them; ``folded`` receives what
     each survivor of :func:`fold_nested` stands for among ``final``'s functions. With every step off,
     ``final`` as it is."""
     if not (demote_paths or fold or named):
@@ -276,7 +299,7 @@ def tidy_list(
     if demote_paths:
         candidates = demote(candidates, graph, text, evidence)
     if named:
-        candidates = keep_named_on_top(candidates, named, evidence)
+        candidates = keep_named_on_top(candidates, named, evidence, first_rank)
     if fold:
         record: dict[str, list[str]] = {}
         out = fold_nested(candidates, graph, pointed_at(evidence), k, record)

@@ -347,10 +347,10 @@ def _add_nodes(cg: CodeGraph, outlines: list[FileOutline]) -> dict[str, list[str
             n = seen[d.qualname]
             file_ids.append(f"{o.path}:{d.qualname}" + (f"#{n}" if n > 1 else ""))
         for node_id, d in zip(file_ids, o.definitions, strict=True):
-            cg.add_node(
-                node_id,
-                **_attrs(d.kind, o.path, d.qualname, o.language, d.start_line, d.end_line, d.text),
-            )
+            attrs = _attrs(d.kind, o.path, d.qualname, o.language, d.start_line, d.end_line, d.text)
+            if d.member and d.kind == "function":
+                attrs["member"] = True  # a method or object-literal member, not a closure
+            cg.add_node(node_id, **attrs)
         for node_id, d in zip(file_ids, o.definitions, strict=True):
             # a method written before its class (Go) has a later parent: add edges after nodes
             cg.add_edge(file_ids[d.parent] if d.parent >= 0 else o.path, node_id, "contains")

@@ -116,14 +116,25 @@ def test_a_member_attached_inside_a_function_is_no_helper() -> None:
     assert fold_nested([outer, inner[0]], g, set(), k=2) == [outer]  # utc.helper is one
 
 
-def test_a_module_in_function_form_and_its_function_are_one_item_the_higher_one() -> None:
-    g, outer, inner = _plugin(MAX_HELPERS)  # the helper and MAX_HELPERS methods
-    assert nested_functions(g, outer) == MAX_HELPERS + 1
+def test_a_module_in_function_form_and_its_closure_are_one_item_the_higher_one() -> None:
+    path = "lib/adapters/http.js"
+    g, ids = graph_of([(path, "httpAdapter", 1, 700), (path, "httpAdapter.dispatch", 20, 690)]
+                      + [(path, f"httpAdapter.dispatch.h{i}", 30 + i, 30 + i) for i in range(4)])
+    for inner in ids[1:]:
+        g.add_edge(ids[0] if inner == ids[1] else ids[1], inner, "contains")
+    assert nested_functions(g, ids[0]) > MAX_HELPERS
     folded: dict[str, list[str]] = {}
-    assert fold_nested([outer, inner[0]], g, set(), k=2, folded=folded) == [outer]
-    assert folded == {outer: [inner[0]]}
-    # listed below its nested function, the module-sized outer is the one left out
-    assert fold_nested([inner[0], outer], g, set(), k=2) == [inner[0]]
+    assert fold_nested([ids[1], ids[5], ids[0]], g, set(), k=3, folded=folded) == [ids[1]]
+    assert folded == {ids[1]: [ids[5], ids[0]]}
+    assert fold_nested([ids[0], ids[1]], g, set(), k=2) == [ids[0]]
+
+
+def test_an_object_literals_member_defined_in_a_function_is_no_helper() -> None:
+    path = "src/plugin/localeData/index.js"
+    g, ids = graph_of([(path, "localeData", 1, 30), (path, "localeData.months", 3, 3)])
+    g.add_edge(ids[0], ids[1], "contains")
+    g.g.nodes[ids[1]]["member"] = True  # `return { months: instance => ... }`
+    assert fold_nested([ids[0], ids[1]], g, set(), k=2) == ids
 
 
 def test_a_module_sized_anonymous_export_keeps_its_nested_functions() -> None:
