@@ -220,6 +220,7 @@ def first_stage_reason(fs: FirstStage, idx: int, shown: int, score: float) -> Re
 
 
 MAX_KEPT_NAMED = 3  # an issue naming more functions as code is showing usage, not the bug
+IN_SIGHT = 5  # the comment lists this many in full: below them a function is out of sight
 
 
 def kept_named(
@@ -231,18 +232,20 @@ def kept_named(
     text: str,
     settings: EngineSettings,
 ) -> set[str]:
-    """The functions the issue names as code that the list keeps on top (``keep_named``):
-    a mention that names exactly one function of the repository (``c.ClientIP()``, not a
-    ``parse`` that six plugins define), by a name the first stage put in its top K or the
-    ranker listed; at most :data:`MAX_KEPT_NAMED` of them, the first stage's best."""
+    """The functions the issue names as code that the list brings back into sight
+    (``keep_named``): a mention that names exactly one function of the repository
+    (``c.ClientIP()``, not a ``parse`` that six plugins define), which the first stage put
+    in its top K and the ranker pushed below the first :data:`IN_SIGHT`; at most
+    :data:`MAX_KEPT_NAMED` of them, the first stage's best."""
     if not settings.keep_named:
         return set()
-    listed = set(final)
+    shown = {c: i for i, c in enumerate(final[:IN_SIGHT])}
     at = {ids[i]: i for i in fs.evidence}
     found = [
         c
         for c in named_as_code(evidence, text)
-        if (c in listed or int(fs.rank[at[c]]) <= settings.k)
+        if c not in shown
+        and int(fs.rank[at[c]]) <= settings.k
         and names.names_one(evidence[c].partition(": ")[2])
     ]
     return set(sorted(found, key=lambda c: int(fs.rank[at[c]]))[:MAX_KEPT_NAMED])

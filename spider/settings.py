@@ -237,10 +237,11 @@ class EngineSettings(BaseSettings):
     )
     keep_named: bool = Field(
         True,
-        description="after the ranker, keep a function the issue names as code (a call "
-        "such as `c.ClientIP()`, `Foo.bar`, `Foo::bar`, a name in backticks, a traceback "
-        "frame) above every listed function with no issue signal, when the first stage "
-        "had it in the top K or the ranker listed it",
+        description="after the ranker, bring a function the issue names as code back into "
+        "sight: a member through its receiver or scope (`c.ClientIP()`, `Session.send`, "
+        "`Foo::bar`) naming one function, in the first stage's top K, that the ranker "
+        "pushed below the first 5 moves above the functions with no issue signal that the "
+        "first stage ranked below it (spider/tidy.py)",
     )
     fold_nested: bool = Field(
         True,

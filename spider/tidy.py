@@ -172,15 +172,15 @@ def fold_nested(
             outer, inner = new, listed
         else:
             return None
+        if graph.g.nodes[inner].get("member"):
+            return None  # a method or an object literal's member: an item of its own
+        if not holds_helpers(outer) and module_export(graph, outer):
+            return None  # a module-sized anonymous export is the module itself
         if inner in evidence and outer in evidence:
             return None
         if inner in evidence or outer in evidence:
             return inner if inner in evidence else outer
-        if graph.g.nodes[inner].get("member"):
-            return None  # a method or an object literal's member: an item of its own
-        if holds_helpers(outer):
-            return outer
-        return None if module_export(graph, outer) else listed
+        return outer if holds_helpers(outer) else listed
 
     record: dict[str, list[str]] = {}
     out: list[str] = []
