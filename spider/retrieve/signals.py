@@ -161,20 +161,24 @@ def scoped_as_dotted(text: str) -> str:
     return _SCOPED.sub(lambda m: m.group(1).replace("::", "."), text)
 
 
+# A member named through its receiver or scope, as a pointer: ``c.ClientIP()``,
+# ``Session.send``; a call with arguments (``dayjs.duration('PT3M')``) is a usage example.
+_POINTER = re.compile(r"(?<![\w.:])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\s*\))?(?![\w(])")
+
+
 @lru_cache(maxsize=CODE_NAMES_CACHED)
 def names_written_as_code(text: str) -> frozenset[str]:
-    """The member names (lower case) that the issue's prose writes as code through their
-    receiver or scope: ``c.ClientIP()``, `` `Session.send` ``, ``Foo::bar``, ``foo.bar(``.
-    A bare call (``dayjs()``, the library's entry point in every usage example), a name
-    alone, a capitalised word and anything in a fenced block (a pasted log or
-    reproduction: usage, not a pointer) are not enough."""
+    """The member names (lower case) that the issue's prose points at as code through
+    their receiver or scope: ``c.ClientIP()``, `` `Session.send` ``, ``Foo::bar``, in prose
+    or as a whole inline code span. A call with arguments (``dayjs.duration('PT3M')``: a
+    usage example), a bare call (``dayjs()``), a name alone, a capitalised word, a longer
+    code span and anything in a fenced block (a pasted log or reproduction) are not
+    pointers."""
     prose = _FENCE.sub(" ", scoped_as_dotted(text))
-    names = {n for m in _BACKTICK.finditer(prose) for n in _IDENT.findall(m.group(1))}
-    names.update(_CALL.findall(prose))
-    names.update(_IDENT.findall(prose))
-    return frozenset(
-        n.rsplit(".", 1)[-1].lower() for n in names if "." in n.strip(".") and n[-1] != "."
-    )
+    spans = [m.group(1) for m in _BACKTICK.finditer(prose)]
+    names = [m.group(1) for span in spans if (m := _POINTER.fullmatch(span.strip()))]
+    names += [m.group(1) for m in _POINTER.finditer(_BACKTICK.sub(" ", prose))]
+    return frozenset(n.rsplit(".", 1)[-1].lower() for n in names)
 
 
 def extract_signals(text: str) -> IssueSignals:

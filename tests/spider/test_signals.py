@@ -169,3 +169,5 @@ def test_a_scoped_name_is_read_as_a_dotted_one() -> None:
         "We run gin and c.ClientIP() returns `RemoteIP`; Foo::bar, `Session.send`, "
         "dayjs() and parse() fail\n```\nclient.Fetch()\n```")
     assert code == {"clientip", "bar", "send"}  # members through a receiver or scope only
+    usage = "`d = dayjs.duration('PT3M')` then d.format('HH') fails; see `Duration.format`"
+    assert names_written_as_code(usage) == {"format"}  # a call with arguments is usage
