@@ -11,8 +11,9 @@ The steps run after the learned ranker (whose features are fixed) as one explici
   that has no issue signal at all: it is never ranked below one that only matches the
   wording;
 - a function under a tooling or copy folder (:data:`DEMOTED_PATHS`: release scripts,
-  benchmarks, examples, a vendored ``extras/`` copy) moves below every candidate of the
-  library's own code, unless the issue names it (its file, folder or name, or any issue
+  benchmarks, examples, a vendored ``extras/`` copy), or test code outside the test
+  folders (a Rust ``mod tests`` block, ``benches/`` at any depth, a test-helper module:
+  :func:`is_test_code`), moves below every candidate of the library's own code, unless the issue names it (its file, folder or name, or any issue
   signal for it);
 - a function and a function nested in it (through functions, at any depth:
   ``iter_content.generate``) are listed once, at the better of their places, and the
@@ -62,6 +63,29 @@ def demoted_folder(path: str, patterns: Sequence[PathPattern] = DEMOTED_PATHS) -
     """The tooling/copy folder ``path`` lies under (its first segment), or None."""
     top = path.split("/", 1)[0]
     return top if "/" in path and any(p.folder == top for p in patterns) else None
+
+
+NESTED_DEMOTED = frozenset({"benches", "benchmarks", "benchmark", "examples", "example"})
+# ... at any depth (``crates/core/benches/``), unlike ``bin/`` (``src/bin/`` is a Rust binary)
+TEST_HELPER_STEMS = frozenset(
+    {"test_utils", "testutils", "test_util", "testutil", "test_helpers", "testing"}
+)  # modules of test helpers that live beside the library's code
+TEST_SCOPES = frozenset({"tests", "test"})  # Rust's `#[cfg(test)] mod tests { ... }`
+RUST_SUFFIX = ".rs"
+
+
+def is_test_code(path: str, name: str) -> bool:
+    """Whether a function outside the test folders is test code all the same: in a Rust
+    ``mod tests`` block, under a ``benches/`` or ``examples/`` folder at any depth, or in
+    a test-helper module (``test_utils.rs``, ``testing/``)."""
+    folders = path.split("/")[:-1]
+    stem = posixpath.basename(path).split(".")[0]
+    scopes = name.split("#")[0].split(".")[:-1]
+    return (
+        any(f in NESTED_DEMOTED or f in TEST_HELPER_STEMS for f in folders)
+        or stem in TEST_HELPER_STEMS
+        or (path.endswith(RUST_SUFFIX) and any(s in TEST_SCOPES for s in scopes))
+    )
 
 
 def issue_names(text: str, path: str, name: str) -> bool:
@@ -125,17 +149,18 @@ def module_export(graph: CodeGraph, node: str) -> bool:
 def demote(
     candidates: Sequence[str], graph: CodeGraph, text: str, evidence: Collection[str]
 ) -> list[str]:
-    """``candidates`` with the tooling/copy functions the issue does not name moved
-    below all the others (each group keeps its order)."""
+    """``candidates`` with the tooling/copy functions and the test code outside the test
+    folders (:func:`is_test_code`) the issue does not name moved below all the others (each
+    group keeps its order)."""
     own: list[str] = []
     tooling: list[str] = []
     for c in candidates:
         a = graph.g.nodes[c]
-        path = str(a.get("path", ""))
+        path, name = str(a.get("path", "")), str(a.get("name", ""))
         demoted = (
-            demoted_folder(path) is not None
+            (demoted_folder(path) is not None or is_test_code(path, name))
             and c not in evidence
-            and not issue_names(text, path, str(a.get("name", "")))
+            and not issue_names(text, path, name)
         )
         (tooling if demoted else own).append(c)
     return own + tooling
@@ -318,6 +343,7 @@ __all__ = [
     "demote",
     "demoted_folder",
     "fold_nested",
+    "is_test_code",
     "issue_names",
     "keep_named_on_top",
     "module_export",

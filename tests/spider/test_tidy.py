@@ -8,6 +8,7 @@ from spider.tidy import (
     demote,
     demoted_folder,
     fold_nested,
+    is_test_code,
     issue_names,
     keep_named_on_top,
     module_export,
@@ -180,3 +181,18 @@ def test_a_prose_name_counts_as_code_only_when_written_as_code() -> None:
     assert named_as_code(called, "buildURL returns the proxy address") == set()
     assert named_as_code(called, "buildURL() and `buildURL` are no member") == set()
     assert named_as_code({ids[0]: "member: class Axios"}, "`Axios` fails") == set()
+
+
+def test_test_code_outside_the_test_folders_is_found() -> None:
+    assert is_test_code("src/walk.rs", "tests.test_hidden_files")  # #[cfg(test)] mod tests
+    assert not is_test_code("src/walk.rs", "WalkState.tests_passed")
+    assert not is_test_code("src/tests.py", "tests.helper")  # a Python name, no Rust module
+    assert is_test_code("crates/core/benches/search.rs", "bench_search")
+    assert is_test_code("src/test_utils.rs", "TestEnv.new")
+    assert is_test_code("pkg/testing/fake.go", "Fake.Do")
+    assert not is_test_code("src/bin/fd.rs", "main")  # a Rust binary is the product
+
+
+def test_rust_test_modules_move_below_the_library() -> None:
+    g, ids = graph_of([("src/walk.rs", "tests.test_x", 1, 5), ("src/walk.rs", "scan", 6, 9)])
+    assert demote(ids, g, "hidden files are listed", {}) == [ids[1], ids[0]]
