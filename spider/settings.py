@@ -232,8 +232,9 @@ class EngineSettings(BaseSettings):
         True,
         description="after the ranker, move functions under tooling and copy folders (bin/, "
         "scripts/, tools/, extras/, benchmarks/, examples/, release/: spider/tidy.py "
-        "DEMOTED_PATHS) below the library's own code, unless the issue names their file, "
-        "their name or points at them by a signal",
+        "DEMOTED_PATHS), and test code outside the test folders (a Rust mod tests block, "
+        "benches/ or examples/ at any depth, a test-helper module), below the library's own "
+        "code, unless the issue names their file, their name or points at them by a signal",
     )
     keep_named: bool = Field(
         True,
@@ -245,9 +246,12 @@ class EngineSettings(BaseSettings):
     )
     fold_nested: bool = Field(
         True,
-        description="list a function and a function nested in it once (the outer, at the "
-        "better place; the next candidate fills the freed slot) unless the issue points at "
-        "the nested one by a signal (a mention, a traceback frame)",
+        description="list a function and a function nested in it (through functions, at any "
+        "depth) once, at the better place, unless the issue points at both by their own "
+        "signals; the survivor is the one the issue points at, else the outer of at most 3 "
+        "helpers, else the higher one; its reason names what it stands for; a method, an "
+        "object literal's member and a module-sized anonymous export's functions are never "
+        "folded (spider/tidy.py)",
     )
 
     # --- graph ---

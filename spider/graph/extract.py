@@ -309,6 +309,17 @@ def split_name(text: str) -> list[str]:
     return [p for p in parts if p]
 
 
+_TEMPLATE_PUNCT = re.compile(r"\s*([<>,&*()\[\]])\s*")
+
+
+def specialisation_name(written: str) -> str:
+    """A C++ template specialisation's class name with its arguments, blanks squeezed
+    (``formatter<R,Char,enable_if_t<is_range<R>::value>>``): one name segment, so no
+    ``.`` or ``#`` (they would read as a scope or a duplicate number)."""
+    text = _TEMPLATE_PUNCT.sub(r"\1", " ".join(written.split()))
+    return text.replace(".", "_").replace("#", "_")
+
+
 def definition_name_text(data: bytes, node: Node) -> str:
     """The written name of a definition's name capture.
 
@@ -456,7 +467,10 @@ def _collect(
                     continue
             # "#" would read as a duplicate number in the node id (JS string keys)
             written = definition_name_text(data, name_node)
-            segs = [seg.replace("#", "_") for seg in split_name(written)]
+            if name_node.type == "template_type":  # a specialisation: one segment, args kept
+                segs = [specialisation_name(written)]
+            else:
+                segs = [seg.replace("#", "_") for seg in split_name(written)]
             if not segs:
                 continue
             if kind == _ROLE_DEF:

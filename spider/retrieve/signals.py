@@ -230,6 +230,8 @@ class NameTable:
             a = g.nodes[n]
             name = a.get("name", "").split("#")[0]
             parts = name.split(".")
+            # a C++ specialisation's scope is looked up by its template's name: `formatter`
+            parts = [p.split("<", 1)[0] or p for p in parts[:-1]] + parts[-1:]
             path = a.get("path", "")
             self.by_short[parts[-1]].append(i)
             if len(parts) > 1:
