@@ -239,12 +239,12 @@ def kept_named(
     :data:`MAX_KEPT_NAMED` of them, the first stage's best."""
     if not settings.keep_named:
         return set()
-    shown = {c: i for i, c in enumerate(final[:IN_SIGHT])}
+    in_sight = set(final[:IN_SIGHT])
     at = {ids[i]: i for i in fs.evidence}
     found = [
         c
         for c in named_as_code(evidence, text)
-        if c not in shown
+        if c not in in_sight
         and int(fs.rank[at[c]]) <= settings.k
         and names.names_one(evidence[c].partition(": ")[2])
     ]
