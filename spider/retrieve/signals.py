@@ -184,7 +184,6 @@ def names_written_as_code(text: str) -> frozenset[str]:
 def extract_signals(text: str) -> IssueSignals:
     """Parse paths, identifiers and stack frames (Python, Java/Kotlin, JS/TS, Go, Rust)."""
     sig = IssueSignals()
-    text = scoped_as_dotted(text)
     for m in _PY_FRAME.finditer(text):
         sig.frames.append((m.group(1), int(m.group(2)), m.group(3)))
     for m in _JAVA_FRAME.finditer(text):

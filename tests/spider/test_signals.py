@@ -161,10 +161,9 @@ def test_common_english_word_written_as_code_still_names_a_function() -> None:
 
 
 def test_a_scoped_name_is_read_as_a_dotted_one() -> None:
-    from spider.retrieve.signals import names_written_as_code
+    from spider.retrieve.signals import names_written_as_code, scoped_as_dotted
 
-    sig = extract_signals("formatter::parse and ranges::join fail")
-    assert {"formatter.parse", "ranges.join"} <= sig.prose_names
+    assert scoped_as_dotted("formatter::parse and a::b::c fail") == "formatter.parse and a.b.c fail"
     code = names_written_as_code(
         "We run gin and c.ClientIP() returns `RemoteIP`; Foo::bar, `Session.send`, "
         "dayjs() and parse() fail\n```\nclient.Fetch()\n```")
