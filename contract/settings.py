@@ -59,11 +59,17 @@ class AppSettings(BaseSettings):
     redis_sentinel_master: str = Field(
         "mymaster", description="the Sentinel master name (only for sentinel:// URLs)"
     )
-    log_level: str = "INFO"
+    log_level: str = Field(
+        "INFO", description="the lowest log level written: DEBUG, INFO, WARNING or ERROR"
+    )
     log_json: bool = Field(True, description="one JSON object per log line")
 
     # --- bot ---
-    webhook_secret: SecretStr | None = None
+    webhook_secret: SecretStr | None = Field(
+        None,
+        description="the GitHub App's webhook secret: the bot checks every delivery's "
+        "X-Hub-Signature-256 against it and refuses to start without it",
+    )
     webhook_max_body_bytes: int = Field(
         2 * 1024 * 1024,
         ge=1024,
@@ -74,10 +80,22 @@ class AppSettings(BaseSettings):
     )
 
     # --- GitHub ---
-    github_app_id: int | None = None
-    github_private_key: SecretStr | None = None
-    github_private_key_path: Path | None = None
-    github_api_url: str = "https://api.github.com"
+    github_app_id: int | None = Field(
+        None, description="the GitHub App's id (its settings page); the worker needs it"
+    )
+    github_private_key: SecretStr | None = Field(
+        None,
+        description="the GitHub App's private key, PEM text (newlines may be written \\n); "
+        "or set github_private_key_path",
+    )
+    github_private_key_path: Path | None = Field(
+        None, description="a file holding the GitHub App's private key (PEM), read at start"
+    )
+    github_api_url: str = Field(
+        "https://api.github.com",
+        description="the GitHub REST API's base URL; GitHub Enterprise Server: "
+        "https://HOST/api/v3",
+    )
     git_url_template: str = Field(
         "https://github.com/{owner}/{name}.git",
         description="where mirrors are fetched from; an absolute local path is allowed for tests",

@@ -18,9 +18,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from spider.cli_common import QuietOpt, TerminalProgress, terminal_progress
+from spider.cli_common import (
+    PlainCommand,
+    PlainGroup,
+    QuietOpt,
+    TerminalProgress,
+    terminal_progress,
+)
 from spider.errors import EmptyIssue, EnginePermanentError, InputError, SpiderError
-from spider.models import Hit, Issue, Localization
+from spider.models import Hit, Issue, Localization, reader_id
 from spider.progress import RANKING, ended
 from spider.settings import DEFAULT_COLD_POOL, EngineSettings
 
@@ -28,6 +34,7 @@ if TYPE_CHECKING:
     from spider.index import Index
 
 app = typer.Typer(
+    cls=PlainGroup,
     add_completion=False,
     no_args_is_help=True,
     help="SpIDER issue localization: which functions will a fix most likely edit?",
@@ -35,7 +42,8 @@ app = typer.Typer(
 err = Console(stderr=True, soft_wrap=True)
 PIPE_WIDTH = 200  # output piped to a file or another program is not wrapped at 80 columns
 MIN_WHY_WIDTH = 24  # narrower than this, the reasons go under the id instead of beside it
-COLUMN_PAD = 2  # a table column's padding, one space each side (plus one between columns)
+COLUMN_GAP = 3  # between two table columns: one space of padding each side and a rule
+MIN_ID_WIDTH = 40  # ids shortened below this read badly beside the reasons: those go under
 NUL = b"\0"  # never in a text file: an issue file holding one is binary
 
 
@@ -95,7 +103,7 @@ def _build(
     return build_index(_open(path, rev), settings, progress=progress)
 
 
-@app.command()
+@app.command(cls=PlainCommand)
 def index(
     path: PathArg,
     rev: RevOpt = None,
@@ -243,7 +251,7 @@ def index_command(path: Path, rev: str | None) -> str:
     return f"spider index {shlex.quote(str(path))}{tail}"
 
 
-@app.command()
+@app.command(cls=PlainCommand)
 def locate(
     path: PathArg,
     issue: Annotated[str | None, typer.Option("--issue", help="issue text (title first)")] = None,
@@ -368,46 +376,68 @@ def plain_reasons(hit: Hit) -> str:
     return "; ".join(r.describe(code=str) for r in hit.reasons)
 
 
+def _room(width: int, *columns: int) -> int:
+    """What is left of ``width`` beside columns this wide, for one more column (the
+    table's padding: one space each side of a column, none at the edges, one rule)."""
+    return width - sum(columns) - COLUMN_GAP * len(columns)
+
+
 def hits_table(result: Localization, title: str, width: int) -> Table:
     """The ranked hits as a table that fits ``width`` columns.
 
-    Ids are never cut while there is room for them: the reasons' column narrows first,
-    then the lines' column goes, then the reasons move under each id; an id longer than
-    the whole width folds.
+    Ids are shown as a reader names them (an anonymous export by its file) and never cut
+    inside a name: the lines' column goes first; then the reasons move under each id when
+    the whole ids fit the width; else the ids are shortened at a path or dot boundary
+    (:func:`spider.ids.shorten_id`), to keep the reasons beside them down to
+    :data:`MIN_ID_WIDTH`, below it to the whole width with the reasons under them.
     """
+    from spider.ids import shorten_id  # the graph's modules load only when a table is drawn
+
     hits = result.hits
     spans = [f"{h.start_line}-{h.end_line}" for h in hits]
     whys = [plain_reasons(h) for h in hits]
-    n_w = len(str(len(hits)))
-    id_w = max((len(h.id) for h in hits), default=len("function"))
+    names = [reader_id(h.id) for h in hits]
+    n_w = max(len("#"), len(str(len(hits))))
+    id_need = max((len(n) for n in names), default=len("function"))
     lines_w = max([len("lines"), *(len(s) for s in spans)])
     why_need = max([len("why"), *(len(w) for w in whys)])
 
-    def room(*widths: int) -> int:  # what is left of the width beside columns this wide
-        return width - sum(widths) - COLUMN_PAD * (len(widths) + 1) - len(widths)
-
     columns = ["#", "function", "lines", "why"]
-    why_w = room(n_w, id_w, lines_w)
+    id_w = id_need
+    why_w = _room(width, n_w, id_w, lines_w)
     if why_w < MIN_WHY_WIDTH:
         columns.remove("lines")
-        why_w = room(n_w, id_w)
-    if why_w < MIN_WHY_WIDTH:
-        columns.remove("why")
-    table = Table(title=Text(f"top {len(hits)} for: {title}"), box=box.SIMPLE_HEAD, show_edge=False)
-    table.add_column("#", justify="right", no_wrap=True)
-    cell_w = id_w if "why" in columns else max(1, room(n_w))
-    table.add_column("function", overflow="fold", width=cell_w)
+        why_w = _room(width, n_w, id_w)
+    if why_w < MIN_WHY_WIDTH and id_need <= _room(width, n_w):
+        columns.remove("why")  # whole ids, the reasons under each
+    elif why_w < MIN_WHY_WIDTH:
+        id_w = _room(width, n_w, MIN_WHY_WIDTH)
+        why_w = MIN_WHY_WIDTH
+        if id_w < MIN_ID_WIDTH:
+            columns.remove("why")
+    if "why" not in columns:
+        id_w = max(1, _room(width, n_w))
+    id_w = min(id_w, id_need)
+    table = Table(
+        title=Text(f"top {len(hits)} for: {title}"),
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
+    table.add_column("#", justify="right", no_wrap=True, width=n_w)
+    table.add_column("function", overflow="fold", width=id_w)
     if "lines" in columns:
         table.add_column("lines", justify="right", no_wrap=True, width=lines_w)
     if "why" in columns:
-        table.add_column("why", overflow="fold", width=min(why_w, why_need))
-    for n, (h, span, why) in enumerate(zip(hits, spans, whys, strict=True), 1):
+        table.add_column("why", overflow="fold", width=max(1, min(why_w, why_need)))
+    for n, (name, span, why) in enumerate(zip(names, spans, whys, strict=True), 1):
+        shown = shorten_id(name, id_w)
         if "why" not in columns:
-            cell = Text(h.id)
+            cell = Text(shown)
             cell.append(f"\nlines {span} · {why}", style="dim")
             table.add_row(str(n), cell)
             continue
-        row: list[str | Text] = [str(n), Text(h.id)]
+        row: list[str | Text] = [str(n), Text(shown)]
         if "lines" in columns:
             row.append(span)
         table.add_row(*row, Text(why))
@@ -434,11 +464,11 @@ def _markdown(result: Localization, links: Permalinks) -> str:
         raise _fail(str(exc)) from exc
 
 
-model_app = typer.Typer(no_args_is_help=True, help="The embedding model's files.")
+model_app = typer.Typer(cls=PlainGroup, no_args_is_help=True, help="The embedding model's files.")
 app.add_typer(model_app, name="model")
 
 
-@model_app.command("export")
+@model_app.command(cls=PlainCommand, name="export")
 def model_export(
     force: Annotated[bool, typer.Option("--force", help="export again even if present")] = False,
 ) -> None:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from rich.console import Console
 from rich.progress import (
@@ -29,11 +30,54 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.progress import Progress as RichProgress
+from typer.core import TyperCommand, TyperGroup
 
 from spider.progress import UNITS
 from spider.settings import EngineSettings
 
 ERROR_EXIT = 2  # a usage or data error: the command cannot do what it was asked
+
+
+def _plain_params(params: list[click.Parameter]) -> list[click.Parameter]:
+    """``params`` with no type shown beside a flag (typer prints ``--help <bool>``)."""
+    for p in params:
+        if getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""  # typer's options are no click.Option: read the flag as such
+    return params
+
+
+def _plain_usage(pieces: list[str]) -> list[str]:
+    """Usage pieces with arguments as the manual writes them: ``PATH``, ``[REV]``, not
+    typer's ``{path}``."""
+    out = []
+    for piece in pieces:
+        if piece[:1] == "{":
+            piece = piece[1:].replace("}", "", 1).upper()
+        elif piece[:1] == "[" and piece != "[OPTIONS]":
+            piece = piece.upper()
+        out.append(piece)
+    return out
+
+
+class PlainCommand(TyperCommand):
+    """A command whose help reads like a manual: ``PATH`` in the usage line, flags
+    without a ``<bool>`` beside them."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        return _plain_params(super().get_params(ctx))
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return _plain_usage(super().collect_usage_pieces(ctx))
+
+
+class PlainGroup(TyperGroup):
+    """A command group with the help of :class:`PlainCommand`."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        return _plain_params(super().get_params(ctx))
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return _plain_usage(super().collect_usage_pieces(ctx))
 
 _DATASET = typer.Option("--dataset", "-d", help="SWE-bench-style JSONL")
 _REPOS = typer.Option(

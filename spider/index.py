@@ -45,7 +45,7 @@ from spider.source import GitSource, SourceTree
 
 log = logging.getLogger(__name__)
 
-GRAPH_CACHE_VERSION = "3"  # bump when extraction changes what a cached graph holds
+GRAPH_CACHE_VERSION = "4"  # bump when extraction changes what a cached graph holds
 VECTORS_VERSION = "1"  # bump when document_text changes what is embedded per function
 LEXICAL_VERSION = "1"  # bump when code_tokens or the file documents change
 

@@ -16,7 +16,7 @@ from spider.llm.backends import Backend, make_backend
 from spider.llm.judge import Judge
 from spider.llm.prompts import Function
 from spider.llm.reader import read_list
-from spider.models import Hit, Issue, LLMRun, Localization, Reason, RunSettings
+from spider.models import Hit, Issue, Link, LLMRun, Localization, Reason, RunSettings
 from spider.pool_rank import (
     Calibration,
     PoolRanker,
@@ -28,10 +28,11 @@ from spider.pool_rank import (
 from spider.progress import Progress
 from spider.rerank import HeadCalibration, default_calibration, rerank_with_logits
 from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
+from spider.retrieve.signals import NameTable
 from spider.select import OfflineSelector, Selector, make_selector
 from spider.select.exchange import Admission
 from spider.settings import EngineSettings
-from spider.tidy import tidy_list
+from spider.tidy import named_as_code, tidy_list
 
 CLOSE_WORDING_RANK = 10  # a dense rank this good means the text reads like the issue
 MAX_TERMS = 3  # shared words shown per hit: the rarest ones say the most
@@ -157,6 +158,31 @@ def related_reasons(graph: CodeGraph, ids: Sequence[str]) -> dict[str, Reason]:
     return out
 
 
+# Graph edges a picture of the list draws between two listed functions, by edge type.
+_LINK_EDGES: tuple[tuple[str, str], ...] = (("invokes", "calls"), ("contains", "contains"))
+
+
+def list_links(graph: CodeGraph, ids: Sequence[str], placed: dict[str, Admission]) -> list[Link]:
+    """The edges between listed functions (``ids``, in list order): calls and contains
+    from the graph, and "found via" from each admitted item's centre when it is listed."""
+    g = graph.g
+    listed = set(ids)
+    links: list[Link] = []
+    for u in ids:
+        for edge, kind in _LINK_EDGES:
+            links.extend(
+                Link(u, v, kind)  # type: ignore[arg-type]
+                for _, v, key in g.out_edges(u, keys=True)
+                if key == edge and v in listed and v != u
+            )
+    links.extend(
+        Link(adm.centre, node, "found via")
+        for node, adm in placed.items()
+        if node in listed and adm.centre in listed
+    )
+    return links
+
+
 def add_relations(graph: CodeGraph, hits: list[Hit]) -> None:
     """Give every hit the graph joins to a higher-listed hit its ``related`` reason, just
     before its rank; an item that expansion admitted already names its route, and keeps it
@@ -168,6 +194,19 @@ def add_relations(graph: CodeGraph, hits: list[Hit]) -> None:
             continue
         at = next((i for i, r in enumerate(hit.reasons) if r.technical), len(hit.reasons))
         hit.reasons.insert(at, reason)
+
+
+def folded_reasons(survivor: str, others: Sequence[str]) -> list[Reason]:
+    """The ``folded`` reasons of a listed function that stands for ``others`` (functions
+    nested in it, or the one it is nested in), so the list says what it folded."""
+    return [
+        Reason(
+            kind="folded",
+            centre=o,
+            relation="defines" if o.startswith(survivor + ".") else "defined inside",
+        )
+        for o in others
+    ]
 
 
 def first_stage_reason(fs: FirstStage, idx: int, shown: int, score: float) -> Reason:
@@ -234,6 +273,38 @@ def llm_record(judge: Judge, read: int, raised: int) -> LLMRun:
     )
 
 
+MAX_KEPT_NAMED = 3  # an issue naming more functions as code is showing usage, not the bug
+IN_SIGHT = 5  # the comment lists this many in full: below them a function is out of sight
+
+
+def kept_named(
+    fs: FirstStage,
+    names: NameTable,
+    ids: Sequence[str],
+    evidence: dict[str, str],
+    final: Sequence[str],
+    text: str,
+    settings: EngineSettings,
+) -> set[str]:
+    """The functions the issue names as code that the list brings back into sight
+    (``keep_named``): a mention that names exactly one function of the repository
+    (``c.ClientIP()``, not a ``parse`` that six plugins define), which the first stage put
+    in its top K and the ranker pushed below the first :data:`IN_SIGHT`; at most
+    :data:`MAX_KEPT_NAMED` of them, the first stage's best."""
+    if not settings.keep_named:
+        return set()
+    in_sight = set(final[:IN_SIGHT])
+    at = {ids[i]: i for i in fs.evidence}
+    found = [
+        c
+        for c in named_as_code(evidence, text)
+        if c not in in_sight
+        and int(fs.rank[at[c]]) <= settings.k
+        and names.names_one(evidence[c].partition(": ")[2])
+    ]
+    return set(sorted(found, key=lambda c: int(fs.rank[at[c]]))[:MAX_KEPT_NAMED])
+
+
 def locate(
     index: Index,
     issue: Issue,
@@ -280,15 +351,21 @@ def locate(
     final = exp.final
     if exp.placed and settings.placement == "probability" and isinstance(selector, OfflineSelector):
         final = selector.place(final, exp.placed, exp.requests, shown)
+    evidence = {ids[i]: ev for i, ev in fs.evidence.items()}
+    folded: dict[str, list[str]] = {}
+    named = kept_named(fs, index.name_table(), ids, evidence, final, issue.text, settings)
     final = tidy_list(
         final,
         ranked,
         index.graph,
         issue.text,
-        {ids[i]: ev for i, ev in fs.evidence.items()},
+        evidence,
         k=settings.k,
         demote_paths=settings.demote_paths,
         fold=settings.fold_nested,
+        named=named,
+        first_rank={ids[i]: int(fs.rank[i]) for i in head} if named else None,
+        folded=folded,
     )
     t2 = time.perf_counter()
     hits: list[Hit] = []
@@ -326,6 +403,7 @@ def locate(
             reasons.append(Reason(kind="history", detail=said))
         if node_id in raised and judge is not None:
             reasons.append(Reason(kind="read", rank=raised[node_id], detail=judge.backend.model))
+        reasons.extend(folded_reasons(node_id, folded.get(node_id, ())))
         reasons.append(first_stage_reason(fs, idx, shown[node_id], score_of[node_id]))
         hits.append(
             Hit(
@@ -362,6 +440,7 @@ def locate(
         selector_failures=selector.failures - failed_before,
         confidence=confidence(fs, ranker),
         llm=llm_record(judge, read, len(raised)) if judge is not None else None,
+        links=list_links(index.graph, final, exp.placed),
     )
 
 
@@ -375,6 +454,7 @@ __all__ = [
     "add_relations",
     "evidence_reason",
     "first_stage_reason",
+    "list_links",
     "llm_record",
     "locate",
     "ranked_first_stage",

@@ -21,9 +21,50 @@ ReasonKind = Literal[
     "expand",
     "related",
     "read",
+    "folded",
 ]
 _RANK_LABELS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid"}
 RANKER_KINDS = frozenset(_RANK_LABELS)  # reasons that are a ranker's rank, not evidence
+
+
+ANONYMOUS_EXPORTS = frozenset({"default", "exports"})  # how a module's unnamed export is named
+SCRIPT_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
+INDEX_STEMS = frozenset({"index"})  # a file standing for its folder: named by the folder
+
+
+def anonymous_export_name(path: str) -> str:
+    """The name a reader gives a module's anonymous export: its file's name without
+    extensions, or the folder's for an ``index`` file (``src/utc/index.js`` -> ``utc``)."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    stem = parts[-1].split(".")[0] if parts else ""
+    if stem in INDEX_STEMS and len(parts) > 1:
+        stem = parts[-2]
+    return stem or "default"
+
+
+def display_name(path: str, name: str) -> str:
+    """A definition's name as a reader recognises it. The graph names a JS/TS module's
+    anonymous export ``default`` (``export default function () {}``) or ``exports``
+    (``module.exports = () => {}``): the node ids keep that, the id convention of the
+    benchmark's ground truth and the names the ranker was trained on; a reader is shown
+    the file's name instead (``lib/adapters/xhr.js`` -> ``xhr``, its nested
+    ``default.onload`` -> ``xhr.onload``)."""
+    head, dot, rest = name.partition(".")
+    if head not in ANONYMOUS_EXPORTS or not path.endswith(SCRIPT_SUFFIXES):
+        return name
+    return anonymous_export_name(path) + dot + rest
+
+
+def reader_id(node_id: str) -> str:
+    """A node id as a reader is shown it: ``path:name`` with an anonymous export named by
+    its file (``lib/helpers/resolveConfig.js:default`` -> ``...:resolveConfig``)."""
+    path, sep, name = node_id.partition(":")
+    return f"{path}{sep}{display_name(path, name)}" if sep else node_id
+
+
+def reader_name(node_id: str) -> str:
+    """The qualified name a reader is shown for a node id (the part after the path)."""
+    return reader_id(node_id).split(":", 1)[-1]
 
 
 def ordinal(n: int) -> str:
@@ -39,6 +80,13 @@ def _frame(detail: str) -> str:
         return f'File "{path}", line {line}'
     return detail
 
+
+# How a function folded into a listed one relates to it (``Reason.relation`` of a
+# ``folded`` reason): the clause after "also stands for `X`".
+_FOLD_CLAUSES = {
+    "defines": "defined inside it",
+    "defined inside": "in which it is defined",
+}
 
 # How an admitted item relates to its centre (``Reason.relation``, from ``locate.relation``),
 # as the clause that ends its route: "found via invokes from `X` (listed 1st), which calls it".
@@ -93,7 +141,10 @@ class Reason:
     the same class as``, ...); ``related`` names a higher-listed function the graph joins it
     to, whatever found it: ``centre`` is that function, ``rank`` its place in the list,
     ``edge`` the edge type and ``relation`` one of ``called by``, ``calls``, ``defined
-    inside``, ``defines``; ``terms`` lists the issue's words the function shares in ``detail``.
+    inside``, ``defines``; ``folded`` names a function listed as one item with this one
+    (``centre``; ``relation``: ``defines`` when it is nested in this one, ``defined
+    inside`` when this one is nested in it); ``terms`` lists the issue's words the
+    function shares in ``detail``.
 
     :meth:`describe` says it the technical way (ranks, edges: the collapsed details and
     the CLI table); :meth:`words` says it in plain words for the list itself, or ``None``
@@ -123,7 +174,7 @@ class Reason:
         """The evidence in plain words; ``listed`` gives a function's position in the list
         (without it, a related function's recorded ``rank`` is used)."""
         if self.kind == "expand" and self.centre is not None:
-            centre = self.centre.split(":", 1)[-1]
+            centre = reader_name(self.centre)
             where = listed(self.centre) if listed else None
             route = f"found via {plain(self.edge or 'an edge')} from {code(centre)}"
             route += f" (listed {ordinal(where)})" if where else ""
@@ -134,7 +185,10 @@ class Reason:
         if self.kind == "related" and self.centre is not None and self.relation:
             where = listed(self.centre) if listed else self.rank
             tail = f", listed {ordinal(where)}" if where else ""
-            return f"{plain(self.relation)} {code(self.centre.split(':', 1)[-1])}{tail}"
+            return f"{plain(self.relation)} {code(reader_name(self.centre))}{tail}"
+        if self.kind == "folded" and self.centre is not None:
+            clause = _FOLD_CLAUSES.get(self.relation or "", "related to it")
+            return f"also stands for {code(reader_name(self.centre))}, {plain(clause)}"
         if self.kind == "traceback":
             return (
                 f"in the traceback ({code(_frame(self.detail))})"
@@ -165,7 +219,7 @@ class Reason:
         defaults give plain text with backticks, the comment passes Markdown-safe ones.
         """
         if self.kind == "expand" and self.centre is not None:
-            centre = self.centre.split(":", 1)[-1]
+            centre = reader_name(self.centre)
             hops = f", {self.hops} hops" if self.hops and self.hops > 1 else ""
             return f"found via {plain(self.edge or 'an edge')} from {code(centre)}{hops}"
         if self.kind == "mention":
@@ -179,7 +233,7 @@ class Reason:
             if kind == "component" and what:
                 return f"named after {code(what)}, which the issue names"
             return f"{code(what)} is named in the issue" if what else "named in the issue"
-        if self.kind in ("traceback", "terms", "wording", "history", "related", "read"):
+        if self.kind in ("traceback", "terms", "wording", "history", "related", "read", "folded"):
             return self.words(code, plain) or ""
         text = plain(f"{_RANK_LABELS.get(self.kind, self.kind)} rank {self.rank}")
         return text if self.detail is None else f"{text} ({plain(self.detail)})"
@@ -216,6 +270,19 @@ class Hit:
             "score": round(float(self.score), 6),
             "reasons": [r.to_dict() for r in self.reasons],
         }
+
+
+LinkKind = Literal["calls", "contains", "found via"]
+
+
+@dataclass(frozen=True)
+class Link:
+    """An edge between two listed functions, for the picture of how they connect:
+    ``source`` calls or contains ``target``, or expansion found ``target`` via ``source``."""
+
+    source: str
+    target: str
+    kind: LinkKind
 
 
 @dataclass(frozen=True)
@@ -412,6 +479,7 @@ class Localization:
     selector_failures: int = 0  # of those, calls that failed (they admitted nothing)
     confidence: float | None = None  # calibrated P(first hit is edited); None: not estimated
     llm: LLMRun | None = None  # the LLM pass, when one was asked to run
+    links: list[Link] = field(default_factory=list)  # edges between listed functions
 
     def method(self) -> str:
         """What ran for this list, in words, from the settings and counts the engine recorded."""
@@ -500,4 +568,5 @@ class Localization:
             "method": self.method(),
             "confidence": None if self.confidence is None else round(self.confidence, 4),
             **({"llm": self.llm.to_dict()} if self.llm is not None else {}),
+            "links": [asdict(link) for link in self.links],
         }

@@ -20,9 +20,9 @@ AUTO = "auto"  # selector/edges/roles: chosen from whether an LLM is configured
 LLMRole = Literal["select", "read"]
 LLMFormat = Literal["auto", "pointwise", "listwise"]
 # The LLM roles that run when ``llm_roles`` is auto, per configured backend. A server
-# (``llm``): only the roles that lowered neither dev set with the local models measured
-# here: none did (Qwen2.5-Coder 0.5B and 1.5B on a CPU, docs/benchmark.md), so a server
-# runs only the roles named in SPIDER_LLM_ROLES. Claude (``anthropic``): the paper's
+# (``llm``): only the roles that paid on both dev sets (raised one of R@20/MRR@20 and
+# lowered neither) with the local models measured here: none did (Qwen2.5-Coder 0.5B and
+# 1.5B on a CPU, docs/benchmark.md), so a server runs the roles SPIDER_LLM_ROLES names. Claude (``anthropic``): the paper's
 # selector, as before (the API is unreachable here: that rests on the paper's figures).
 PAYING_ROLES: dict[str, tuple[str, ...]] = {"llm": (), "anthropic": ("select",)}
 FirstStage = Literal["dense", "bm25", "hybrid"]
@@ -177,7 +177,11 @@ class EngineSettings(BaseSettings):
         description="where admitted items go: below their centre (paper) or by estimated "
         "probability (offline selector only)",
     )
-    first_stage: FirstStage = "hybrid"
+    first_stage: FirstStage = Field(
+        "hybrid",
+        description="the first stage: dense (embeddings), bm25 (code tokens) or hybrid "
+        "(both fused with file BM25 and the issue's signals)",
+    )
     # Fusion weights: chosen by leave-one-repository-out CV on the 33 non-sympy dev
     # instances (sympy held out); see README "Tuning". Plain RRF is k=60, weights 1/1/0/0.
     fusion_k: int = Field(10, ge=1, description="RRF constant: smaller favours each list's head")
@@ -236,14 +240,26 @@ class EngineSettings(BaseSettings):
         True,
         description="after the ranker, move functions under tooling and copy folders (bin/, "
         "scripts/, tools/, extras/, benchmarks/, examples/, release/: spider/tidy.py "
-        "DEMOTED_PATHS) below the library's own code, unless the issue names their file, "
-        "their name or points at them by a signal",
+        "DEMOTED_PATHS), and test code outside the test folders (a Rust mod tests block, "
+        "benches/ or examples/ at any depth, a test-helper module), below the library's own "
+        "code, unless the issue names their file, their name or points at them by a signal",
+    )
+    keep_named: bool = Field(
+        True,
+        description="after the ranker, bring a function the issue names as code back into "
+        "sight: a member through its receiver or scope (`c.ClientIP()`, `Session.send`, "
+        "`Foo::bar`) naming one function, in the first stage's top K, that the ranker "
+        "pushed below the first 5 moves above the functions with no issue signal that the "
+        "first stage ranked below it (spider/tidy.py)",
     )
     fold_nested: bool = Field(
         True,
-        description="list a function and a function nested in it once (the outer, at the "
-        "better place; the next candidate fills the freed slot) unless the issue points at "
-        "the nested one by a signal (a mention, a traceback frame)",
+        description="list a function and a function nested in it (through functions, at any "
+        "depth) once, at the better place, unless the issue points at both by their own "
+        "signals; the survivor is the one the issue points at, else the outer of at most 3 "
+        "helpers, else the higher one; its reason names what it stands for; a method, an "
+        "object literal's member and a module-sized anonymous export's functions are never "
+        "folded (spider/tidy.py)",
     )
 
     # --- graph ---
@@ -257,7 +273,10 @@ class EngineSettings(BaseSettings):
         5_000, ge=80, description="files with a longer average line are treated as minified"
     )
     parse_timeout_s: float = Field(5.0, gt=0, description="per-file tree-sitter time budget")
-    exclude_tests: bool = True
+    exclude_tests: bool = Field(
+        True, description="leave test files and folders out of the graph (a fix is rarely "
+        "to a test)"
+    )
     exclude: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="extra glob exclusions"
     )
@@ -285,7 +304,7 @@ class EngineSettings(BaseSettings):
     max_seq_length: int = Field(
         128, ge=32, le=8192, description="encoder token cap per text (MiniLM was trained at 128)"
     )
-    embed_batch_size: int = Field(32, ge=1)
+    embed_batch_size: int = Field(32, ge=1, description="functions embedded per batch")
     encoder: EncoderBackend = Field(
         "auto",
         description="how texts are embedded: torch (sentence-transformers, fp32), torch-bf16 "
@@ -305,7 +324,9 @@ class EngineSettings(BaseSettings):
         0,
         ge=0,
         description="with no vectors yet, embed only this many best candidates of the cheap "
-        "rankers (BM25, file BM25, issue signals) and mark the result partial; 0 = embed all",
+        "rankers (BM25, file BM25, issue signals) and mark the result partial; 0 = embed all. "
+        f"Unset, `spider locate` uses {DEFAULT_COLD_POOL} (as the app's issue_cold_pool) and "
+        "`spider index` and `spider bench` 0",
     )
     cold_always: bool = Field(
         False,

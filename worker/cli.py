@@ -1,4 +1,4 @@
-"""``spider-bot``: the app's operator commands (the database and the fix report).
+"""spider-bot: the app's operator commands (the database and the fix report).
 
     spider-bot db upgrade                 apply the store's Alembic migrations
     spider-bot report [--repo OWNER/NAME] [--since DATE] [--html FILE] [--export FILE.jsonl]

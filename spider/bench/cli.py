@@ -37,6 +37,8 @@ from spider.cli_common import (
     OnlyRepoOpt,
     OptionalDatasetOpt,
     OptionalReposOpt,
+    PlainCommand,
+    PlainGroup,
     ProgressOpt,
     ReposOpt,
     command_line,
@@ -59,6 +61,7 @@ GROUP = "bench"  # the command group: `spider bench ...` in every recorded comma
 DEFAULT_METHODS = "bm25,dense,hybrid"  # the cheap baselines; add spider-* / oracle explicitly
 
 bench_app = typer.Typer(
+    cls=PlainGroup,
     help="Measure localization (Recall/Acc/MRR@K) on SWE-bench-style data or on git history.",
     no_args_is_help=False,
     add_completion=False,
@@ -100,7 +103,7 @@ def _finished(out: Path) -> dict[str, Any]:
     return summary
 
 
-@bench_app.callback(invoke_without_command=True)
+@bench_app.callback(cls=PlainGroup, invoke_without_command=True)
 def bench(
     ctx: typer.Context,
     dataset: OptionalDatasetOpt = None,
@@ -142,7 +145,7 @@ def bench(
     render_tables(summary)
 
 
-@bench_app.command("history")
+@bench_app.command(cls=PlainCommand, name="history")
 def history(
     repo_path: Annotated[Path, typer.Argument(help="git repository (bare or not)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output directory")],
@@ -213,7 +216,7 @@ def history(
     render_tables(summary)
 
 
-@bench_app.command("runnable")
+@bench_app.command(cls=PlainCommand, name="runnable")
 def runnable(
     dataset: DatasetOpt,
     repos: ReposOpt,
@@ -240,7 +243,7 @@ def runnable(
         typer.echo(f"not runnable: {repo}\t{n}")
 
 
-@bench_app.command("check-gt")
+@bench_app.command(cls=PlainCommand, name="check-gt")
 def check_gt(
     dataset: DatasetOpt,
     repos: ReposOpt,
@@ -263,7 +266,7 @@ def check_gt(
     typer.echo(json.dumps(summary, indent=2))
 
 
-@bench_app.command("rescore")
+@bench_app.command(cls=PlainCommand, name="rescore")
 def rescore_cmd(
     src: Annotated[Path, typer.Argument(help="a finished --out directory")],
     dataset: DatasetOpt,
@@ -294,7 +297,7 @@ def rescore_cmd(
     render_tables(summary)
 
 
-@bench_app.command("show")
+@bench_app.command(cls=PlainCommand, name="show")
 def show(
     out: Annotated[Path, typer.Argument(help="a --out directory")],
     timings: Annotated[
@@ -308,7 +311,7 @@ def show(
         render_timings(summary)
 
 
-@bench_app.command("markdown")
+@bench_app.command(cls=PlainCommand, name="markdown")
 def markdown(
     out: Annotated[Path, typer.Argument(help="a --out directory")],
     method: Annotated[
@@ -345,7 +348,7 @@ def markdown(
     )
 
 
-@bench_app.command("llm")
+@bench_app.command(cls=PlainCommand, name="llm")
 def llm_table(
     out: Annotated[Path, typer.Argument(help="a --out directory of a run with LLM methods")],
 ) -> None:
@@ -361,7 +364,7 @@ def llm_table(
     typer.echo(llm_markdown(rows))
 
 
-@bench_app.command("coverage")
+@bench_app.command(cls=PlainCommand, name="coverage")
 def coverage(
     dataset: DatasetOpt,
     repos: ReposOpt,
@@ -386,7 +389,7 @@ def coverage(
     typer.echo(render_coverage(report))
 
 
-@bench_app.command("speed")
+@bench_app.command(cls=PlainCommand, name="speed")
 def speed(
     repo: Annotated[Path, typer.Argument(help="git repository (bare or not)")],
     rev: Annotated[str, typer.Option("--rev", help="commit to measure")] = "HEAD",

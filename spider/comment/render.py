@@ -20,6 +20,7 @@ from urllib.parse import quote
 import jinja2
 
 from spider.comment.markdown import Markdown, code, inline, plain
+from spider.comment.mermaid import mermaid_graph
 from spider.errors import RenderError
 from spider.models import Hit, Localization, PartialIndex, Reason
 
@@ -69,6 +70,7 @@ class CommentView:
     partial_note: Markdown | None = None  # ranked from a partial index (the cold path)
     llm_note: Markdown | None = None  # an LLM pass is queued and will edit this comment
     index_note: Markdown | None = None  # the details' line on a partial index
+    graph: Markdown | None = None  # a Mermaid picture of how the listed functions connect
 
 
 def reason_words(reason: Reason) -> Markdown:
@@ -219,6 +221,7 @@ def build_view(
             if llm_pending else None
         ),
         index_note=index_words(loc.settings.partial),
+        graph=mermaid_graph(loc.hits, loc.links, top=shown),
     )
 
 

@@ -90,15 +90,12 @@ def build_graph(
     stats = ParseStats()
     plan, unsupported = _plan(source, settings, stats)
     if not plan:
-        raise NoSourceFiles(
-            "no supported source file to index "
-            f"({unsupported} files in unsupported languages, skipped: {dict(stats.skipped)}); "
-            "check the exclude/include settings"
-        )
+        raise NoSourceFiles(empty_reason(unsupported, stats.skipped))
     outlines = _parse_all(source, plan, settings, stats, progress, outline_cache)
     if not outlines:
         raise NoSourceFiles(
-            f"none of the {len(plan)} source files could be used (skipped: {dict(stats.skipped)})"
+            f"none of the {len(plan)} source files could be used"
+            + (f" ({skipped_words(stats.skipped)})" if stats.skipped else "")
         )
     cg = CodeGraph(stats=stats, commit=source.commit)
     ids = _add_nodes(cg, outlines)
@@ -109,6 +106,25 @@ def build_graph(
         extra={"files": sum(stats.parsed.values()), "seconds": stats.seconds, **cg.counts()},
     )
     return cg
+
+
+def skipped_words(skipped: Counter[str] | dict[str, int]) -> str:
+    """Skipped files in words: ``skipped 40 tests, 1 generated``."""
+    return "skipped " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items()))
+
+
+def empty_reason(unsupported: int, skipped: Counter[str] | dict[str, int]) -> str:
+    """Why there is nothing to index, in words: an empty tree, files in languages not
+    parsed, or every source file excluded (and by what)."""
+    if not unsupported and not skipped:
+        return "no files to index: the repository (or the revision read) is empty"
+    found = [f"{unsupported} in languages not parsed"] if unsupported else []
+    if skipped:
+        found.append(skipped_words(skipped))
+    return (
+        "no supported source file to index (" + "; ".join(found) + "); check the "
+        "exclude/include settings"
+    )
 
 
 def count_source_files(source: SourceTree, settings: EngineSettings) -> int:
@@ -331,10 +347,10 @@ def _add_nodes(cg: CodeGraph, outlines: list[FileOutline]) -> dict[str, list[str
             n = seen[d.qualname]
             file_ids.append(f"{o.path}:{d.qualname}" + (f"#{n}" if n > 1 else ""))
         for node_id, d in zip(file_ids, o.definitions, strict=True):
-            cg.add_node(
-                node_id,
-                **_attrs(d.kind, o.path, d.qualname, o.language, d.start_line, d.end_line, d.text),
-            )
+            attrs = _attrs(d.kind, o.path, d.qualname, o.language, d.start_line, d.end_line, d.text)
+            if d.member and d.kind == "function":
+                attrs["member"] = True  # a method or object-literal member, not a closure
+            cg.add_node(node_id, **attrs)
         for node_id, d in zip(file_ids, o.definitions, strict=True):
             # a method written before its class (Go) has a later parent: add edges after nodes
             cg.add_edge(file_ids[d.parent] if d.parent >= 0 else o.path, node_id, "contains")

@@ -61,6 +61,13 @@ from typing import Any
 from tree_sitter import Node, Parser, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language
 
+from spider.models import (  # re-exported: the graph's naming of anonymous exports
+    ANONYMOUS_EXPORTS as ANONYMOUS_EXPORTS,
+)
+from spider.models import SCRIPT_SUFFIXES as SCRIPT_SUFFIXES
+from spider.models import anonymous_export_name as anonymous_export_name
+from spider.models import display_name as display_name
+
 CLASS_KINDS = frozenset(
     {"class", "interface", "enum", "struct", "union", "trait", "module", "object", "record"}
 )
@@ -302,6 +309,17 @@ def split_name(text: str) -> list[str]:
     return [p for p in parts if p]
 
 
+_TEMPLATE_PUNCT = re.compile(r"\s*([<>,&*()\[\]])\s*")
+
+
+def specialisation_name(written: str) -> str:
+    """A C++ template specialisation's class name with its arguments, blanks squeezed
+    (``formatter<R,Char,enable_if_t<is_range<R>::value>>``): one name segment, so no
+    ``.`` or ``#`` (they would read as a scope or a duplicate number)."""
+    text = _TEMPLATE_PUNCT.sub(r"\1", " ".join(written.split()))
+    return text.replace(".", "_").replace("#", "_")
+
+
 def definition_name_text(data: bytes, node: Node) -> str:
     """The written name of a definition's name capture.
 
@@ -322,34 +340,6 @@ def definition_name_text(data: bytes, node: Node) -> str:
             end = min(end, n.start_byte)
         stack.extend(n.named_children)
     return " ".join(data[node.start_byte : end].decode("utf-8", "replace").split())
-
-
-ANONYMOUS_EXPORTS = frozenset({"default", "exports"})  # how a module's unnamed export is named
-SCRIPT_SUFFIXES = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
-INDEX_STEMS = frozenset({"index"})  # a file standing for its folder: named by the folder
-
-
-def anonymous_export_name(path: str) -> str:
-    """The name a reader gives a module's anonymous export: its file's name without
-    extensions, or the folder's for an ``index`` file (``src/utc/index.js`` -> ``utc``)."""
-    parts = [p for p in path.replace("\\", "/").split("/") if p]
-    stem = parts[-1].split(".")[0] if parts else ""
-    if stem in INDEX_STEMS and len(parts) > 1:
-        stem = parts[-2]
-    return stem or "default"
-
-
-def display_name(path: str, name: str) -> str:
-    """A definition's name as a reader recognises it. The graph names a JS/TS module's
-    anonymous export ``default`` (``export default function () {}``) or ``exports``
-    (``module.exports = () => {}``): the node ids keep that, the id convention of the
-    benchmark's ground truth and the names the ranker was trained on; a reader is shown
-    the file's name instead (``lib/adapters/xhr.js`` -> ``xhr``, its nested
-    ``default.onload`` -> ``xhr.onload``)."""
-    head, dot, rest = name.partition(".")
-    if head not in ANONYMOUS_EXPORTS or not path.endswith(SCRIPT_SUFFIXES):
-        return name
-    return anonymous_export_name(path) + dot + rest
 
 
 def _receiver(data: bytes, node: Node | None) -> str | None:
@@ -477,7 +467,10 @@ def _collect(
                     continue
             # "#" would read as a duplicate number in the node id (JS string keys)
             written = definition_name_text(data, name_node)
-            segs = [seg.replace("#", "_") for seg in split_name(written)]
+            if name_node.type == "template_type":  # a specialisation: one segment, args kept
+                segs = [specialisation_name(written)]
+            else:
+                segs = [seg.replace("#", "_") for seg in split_name(written)]
             if not segs:
                 continue
             if kind == _ROLE_DEF:

@@ -28,7 +28,7 @@ from spider.sqlite_table import SqliteTable
 
 log = logging.getLogger(__name__)
 
-OUTLINE_VERSION = "1"  # bump when extract.py, the queries or _parse_one change an outline
+OUTLINE_VERSION = "2"  # bump when extract.py, the queries or _parse_one change an outline
 
 Entry = FileOutline | str  # an outline, or the reason the file was skipped
 

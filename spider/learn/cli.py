@@ -32,6 +32,8 @@ from spider.cli_common import (
     DatasetsOpt,
     KOpt,
     OnlyRepoOpt,
+    PlainCommand,
+    PlainGroup,
     ProgressOpt,
     ReposOpt,
     SkipRepoOpt,
@@ -74,6 +76,7 @@ PoolOpt = Annotated[
 MaxPerRepoOpt = Annotated[int, typer.Option(help="instances per repository at most")]
 
 train_app = typer.Typer(
+    cls=PlainGroup,
     help="Learn the engine's models: the training corpus, the pool ranker, the query encoder, "
     "the selector, the head model, its calibration and the fusion weights.",
     no_args_is_help=True,
@@ -185,7 +188,7 @@ def _instances(
     return [r for r in rows if r.repo not in skip]
 
 
-@train_app.command("corpus")
+@train_app.command(cls=PlainCommand, name="corpus")
 def corpus(
     dataset: DatasetsOpt,
     repos: ReposOpt,
@@ -230,7 +233,7 @@ def corpus(
     typer.echo(json.dumps(summary, indent=2))
 
 
-@train_app.command("ranker")
+@train_app.command(cls=PlainCommand, name="ranker")
 def ranker(
     corpus_dirs: CorpusDirs,
     out: ReportFile = None,
@@ -326,7 +329,7 @@ def ranker(
         typer.echo(f"wrote {target}")
 
 
-@train_app.command("encoder")
+@train_app.command(cls=PlainCommand, name="encoder")
 def encoder(
     corpus_dirs: CorpusDirs,
     dataset: DatasetsOpt,  # the JSONL the corpus came from: its issue texts
@@ -377,7 +380,7 @@ def encoder(
         typer.echo(f"wrote {target}")
 
 
-@train_app.command("selector")
+@train_app.command(cls=PlainCommand, name="selector")
 def selector(
     dataset: DatasetsOpt,
     repos: ReposOpt,
@@ -446,7 +449,7 @@ def selector(
     )
 
 
-@train_app.command("head")
+@train_app.command(cls=PlainCommand, name="head")
 def head(
     dataset: DatasetsOpt,
     repos: ReposOpt,
@@ -475,7 +478,7 @@ def head(
              write_weights=write_weights, weights_file=weights_file)
 
 
-@train_app.command("calibration")
+@train_app.command(cls=PlainCommand, name="calibration")
 def calibration(
     dataset: DatasetsOpt,
     repos: ReposOpt,
@@ -506,7 +509,7 @@ def calibration(
              write_weights=write_weights, weights_file=weights_file)
 
 
-@train_app.command("fusion")
+@train_app.command(cls=PlainCommand, name="fusion")
 def fusion(
     dataset: DatasetsOpt,
     repos: ReposOpt,
@@ -524,9 +527,9 @@ def fusion(
     _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(tuning.K, cache_dir))
 
 
-train_app.command("pairs")(delta_cli.pairs)
-train_app.command("delta")(delta_cli.delta)
-train_app.command("cross")(cross_cli.cross)
+train_app.command(cls=PlainCommand, name="pairs")(delta_cli.pairs)
+train_app.command(cls=PlainCommand, name="delta")(delta_cli.delta)
+train_app.command(cls=PlainCommand, name="cross")(cross_cli.cross)
 
 
 def main() -> None:

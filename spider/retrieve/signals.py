@@ -31,6 +31,7 @@ _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 _FENCE = re.compile(r"```.*?```", re.DOTALL)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\(")
+_SCOPED = re.compile(r"(?<![\w:])([A-Za-z_]\w*(?:::[A-Za-z_]\w*)+)")  # Foo::bar, a::b::c
 
 MIN_NAME_CHARS = 3  # shorter names (`x`, `id`) match too much to count as a mention
 MAX_NAME_MATCHES = 8  # a short name defined more often than this is too ambiguous to use
@@ -154,6 +155,32 @@ def looks_like_code(word: str) -> bool:
     return bool(_CODE_SHAPE.search(word.strip("_") or word)) or word.startswith("__")
 
 
+def scoped_as_dotted(text: str) -> str:
+    """``text`` with C++/Rust/PHP scoped names written dotted (``Foo::bar`` ->
+    ``Foo.bar``), the way the graph qualifies names in every language."""
+    return _SCOPED.sub(lambda m: m.group(1).replace("::", "."), text)
+
+
+# A member named through its receiver or scope, as a pointer: ``c.ClientIP()``,
+# ``Session.send``; a call with arguments (``dayjs.duration('PT3M')``) is a usage example.
+_POINTER = re.compile(r"(?<![\w.:])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(\s*\))?(?![\w(])")
+
+
+@lru_cache(maxsize=CODE_NAMES_CACHED)
+def names_written_as_code(text: str) -> frozenset[str]:
+    """The member names (lower case) that the issue's prose points at as code through
+    their receiver or scope: ``c.ClientIP()``, `` `Session.send` ``, ``Foo::bar``, in prose
+    or as a whole inline code span. A call with arguments (``dayjs.duration('PT3M')``: a
+    usage example), a bare call (``dayjs()``), a name alone, a capitalised word, a longer
+    code span and anything in a fenced block (a pasted log or reproduction) are not
+    pointers."""
+    prose = _FENCE.sub(" ", scoped_as_dotted(text))
+    spans = [m.group(1) for m in _BACKTICK.finditer(prose)]
+    names = [m.group(1) for span in spans if (m := _POINTER.fullmatch(span.strip()))]
+    names += [m.group(1) for m in _POINTER.finditer(_BACKTICK.sub(" ", prose))]
+    return frozenset(n.rsplit(".", 1)[-1].lower() for n in names)
+
+
 def extract_signals(text: str) -> IssueSignals:
     """Parse paths, identifiers and stack frames (Python, Java/Kotlin, JS/TS, Go, Rust)."""
     sig = IssueSignals()
@@ -202,6 +229,8 @@ class NameTable:
             a = g.nodes[n]
             name = a.get("name", "").split("#")[0]
             parts = name.split(".")
+            # a C++ specialisation's scope is looked up by its template's name: `formatter`
+            parts = [p.split("<", 1)[0] or p for p in parts[:-1]] + parts[-1:]
             path = a.get("path", "")
             self.by_short[parts[-1]].append(i)
             if len(parts) > 1:
@@ -219,6 +248,13 @@ class NameTable:
             self.by_path[path].append(i)
             self.lines.append((path, int(a.get("start_line", 0)), int(a.get("end_line", 0))))
         self.paths = list(self.by_path)
+
+    def names_one(self, name: str) -> bool:
+        """Whether a mentioned name (``ClientIP``, ``Context.ClientIP``) names exactly one
+        function: a dotted one by its last two parts, else by its short name."""
+        parts = name.split("#")[0].split(".")
+        table = self.by_qual if len(parts) > 1 else self.by_short
+        return len(set(table.get(".".join(parts[-2:]), ()))) == 1
 
     def files_matching(self, mention: str) -> list[str]:
         """Graph paths that end with the mentioned path (``a/b.py`` matches ``src/a/b.py``)."""

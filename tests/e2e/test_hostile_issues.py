@@ -88,7 +88,9 @@ def run(stack: DevStack, number: int, title: str, body: str) -> tuple[dict[str, 
 
 
 def outside_code(body: str) -> str:
-    """The comment without its code spans (GitHub renders nothing inside them)."""
+    """The comment without its fenced blocks and code spans (GitHub renders nothing inside
+    them: no mention, reference or link)."""
+    body = re.sub(r"^```[^\n]*\n.*?^```$", "", body, flags=re.MULTILINE | re.DOTALL)
     return re.sub(r"(`+)(.+?)\1", "", body)
 
 
@@ -96,6 +98,9 @@ def assert_safe(body: str, sha: str) -> None:
     """Only repository functions; no pings, references, images, HTML or foreign links."""
     names = re.findall(r"^\d+\. \[`([^`]+)`\]\(", body, flags=re.MULTILINE)
     assert len(names) == K and set(names) <= FUNCTIONS, names
+    for fence in re.findall(r"^```mermaid\n(.*?)^```$", body, flags=re.MULTILINE | re.DOTALL):
+        labels = re.findall(r'\["(.*?)"\]', fence)  # the picture: entity-coded labels only
+        assert all(re.fullmatch(r"[A-Za-z0-9_. #;]*", label) for label in labels), labels
     rendered = outside_code(body)
     assert not re.search(r"@[A-Za-z0-9]", rendered)  # @user, @org/team
     assert not re.search(r"(?<![\w/&])#\d", rendered)  # #1, owner/repo#2 (anchors are #L)

@@ -333,3 +333,80 @@ def test_the_issue_text_is_read_as_utf8(tree: Path, tmp_path: Path) -> None:
     issue = tmp_path / "issue.md"
     issue.write_text("Crash on café\n\nbody", encoding="utf-8")
     assert read_issue(None, issue) == ("Crash on café", "\nbody")
+
+
+GSON_ID = ("gson/src/main/java/com/google/gson/internal/bind/ReflectiveTypeAdapterFactory.java:"
+           "ReflectiveTypeAdapterFactory.getBoundFields")
+
+
+def _names_in(text: str) -> set[str]:
+    """The words of a printed table (names are never split across lines when whole)."""
+    return set(text.replace("\n", " ").split())
+
+
+@pytest.mark.parametrize("width", [60, 72, 80, 100, 120, 140, 160, 200])
+def test_long_ids_are_shortened_at_a_boundary_never_cut_mid_name(width: int) -> None:
+    screen = io.StringIO()
+    console = Console(file=screen, width=width, force_terminal=False, color_system=None)
+    console.print(hits_table(_result(GSON_ID), "Gson drops a field", console.width))
+    text = screen.getvalue()
+    assert all(len(line) <= width for line in text.splitlines()), text
+    words = _names_in(text)
+    shown = next(w for w in words if w.endswith("getBoundFields"))
+    assert shown == GSON_ID or "…" in shown  # whole, or shortened with an ellipsis
+    assert "ReflectiveTypeAdapterFactory.ge" not in words and "tBoundFields" not in words
+    for piece in shown.replace("…", "/").replace(":", "/").replace(".", "/").split("/"):
+        assert not piece or piece in GSON_ID.replace(":", "/").replace(".", "/").split("/")
+
+
+def test_an_id_that_fits_the_narrowest_table_is_shown_whole() -> None:
+    fits = "src/acme/storefronts/gateways.py:Stripe.refund_partial"  # 54 characters
+    assert len(fits) == 54
+    result = _result(fits)
+    result.hits.extend([result.hits[1]] * 18)  # 20 hits: the rank column is 2 wide
+    screen = io.StringIO()
+    console = Console(file=screen, width=60, force_terminal=False, color_system=None)
+    console.print(hits_table(result, "title", console.width))
+    assert fits in screen.getvalue().split()
+
+
+def test_an_anonymous_export_is_shown_by_its_file_name() -> None:
+    anon = "lib/helpers/resolveConfig.js:default"
+    screen = io.StringIO()
+    console = Console(file=screen, width=120, force_terminal=False, color_system=None)
+    console.print(hits_table(_result(anon), "title", console.width))
+    assert "lib/helpers/resolveConfig.js:resolveConfig" in screen.getvalue()
+    assert ":default" not in screen.getvalue()
+
+
+# -- help and error texts ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["locate"], ["index"], ["bench"], ["train", "ranker"], []])
+def test_help_reads_like_a_manual(command: list[str]) -> None:
+    out = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "120"})
+    assert out.exit_code == 0, out.output
+    assert "<bool>" not in out.stdout and "{" not in out.stdout.splitlines()[1]
+    if command in (["locate"], ["index"]):
+        assert f"{command[0]} [OPTIONS] PATH" in out.stdout  # the runner names the program "root"
+
+
+def test_an_empty_repository_says_so_in_words(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = _run("locate", str(empty), "--issue", "a bug", cache=tmp_path / "cache")
+    assert out.exit_code == 2
+    assert "is empty" in out.stderr and "{}" not in out.stderr
+
+
+def test_the_quick_start_indexes_the_product_not_its_dev_only_tools() -> None:
+    from spider.graph.build import exclusion_reasons
+    from spider.source import DirectorySource
+
+    root = Path(__file__).resolve().parents[2]
+    demo_answer = "bot/signature.py"
+    fake = "devkit/spider_devkit/fake_github/webhooks.py"
+    why = exclusion_reasons(DirectorySource(root), EngineSettings(), [fake, demo_answer])
+    assert why.get(fake) is not None and demo_answer not in why
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert "X-Hub-Signature-256" in readme  # the demo issue, whose answer is in bot/

@@ -117,3 +117,15 @@ def test_an_admitted_items_route_in_plain_words() -> None:
     near = Reason("expand", centre="a.py:f", edge="contains", hops=3, relation="near")
     assert near.words() == "found via contains from `f`"
     assert near.describe() == "found via contains from `f`, 3 hops"  # the details keep hops
+
+
+def test_the_links_between_listed_functions(graph: CodeGraph) -> None:
+    from spider.localize import list_links
+    from spider.models import Link
+    from spider.select.exchange import Admission
+
+    links = list_links(graph, [F, G, NESTED, OTHER], {})
+    assert Link(F, G, "calls") in links and Link(G, NESTED, "contains") in links
+    assert all(OTHER not in (link.source, link.target) for link in links)
+    found = list_links(graph, [F, OTHER], {OTHER: Admission(OTHER, F, "invokes", 1)})
+    assert found == [Link(F, OTHER, "found via")]

@@ -158,3 +158,15 @@ def test_common_english_word_written_as_code_still_names_a_function() -> None:
     assert prose == [0.0, 0.0, 0.0]
     code, _ = signal_scores(table, extract_signals("`URL` is wrong; see engine.RunTLS()"), len(ids))
     assert code[1] > 0 and code[2] > 0
+
+
+def test_a_scoped_name_is_read_as_a_dotted_one() -> None:
+    from spider.retrieve.signals import names_written_as_code, scoped_as_dotted
+
+    assert scoped_as_dotted("formatter::parse and a::b::c fail") == "formatter.parse and a.b.c fail"
+    code = names_written_as_code(
+        "We run gin and c.ClientIP() returns `RemoteIP`; Foo::bar, `Session.send`, "
+        "dayjs() and parse() fail\n```\nclient.Fetch()\n```")
+    assert code == {"clientip", "bar", "send"}  # members through a receiver or scope only
+    usage = "`d = dayjs.duration('PT3M')` then d.format('HH') fails; see `Duration.format`"
+    assert names_written_as_code(usage) == {"format"}  # a call with arguments is usage

@@ -8,8 +8,13 @@ from spider.tidy import (
     demote,
     demoted_folder,
     fold_nested,
+    is_test_code,
     issue_names,
+    keep_named_on_top,
+    module_export,
+    named_as_code,
     nested_functions,
+    nested_in,
     tidy_list,
 )
 from tests.spider.graphs import graph_of
@@ -80,7 +85,12 @@ def test_a_nested_function_is_folded_into_its_outer_and_the_slot_refilled() -> N
 def test_a_nested_function_the_issue_points_at_stays() -> None:
     g, ids = _graph()
     order = [ids[0], ids[1], ids[5]]
-    assert fold_nested(order, g, {ids[1]}, k=3) == order
+    folded: dict[str, list[str]] = {}
+    # only the inner has its own signal: it is the one item, at the outer's place
+    assert fold_nested(order, g, {ids[1]}, k=3, folded=folded) == [ids[1], ids[5]]
+    assert folded == {ids[1]: [ids[0]]}
+    assert fold_nested(order, g, {ids[0], ids[1]}, k=3) == order  # both: both stay
+    assert fold_nested(order, g, {ids[0]}, k=3) == [ids[0], ids[5]]
     assert fold_nested(order, g, set(), k=3) == [ids[0], ids[5]]  # nothing left to fill
 
 
@@ -107,7 +117,82 @@ def test_a_member_attached_inside_a_function_is_no_helper() -> None:
     assert fold_nested([outer, inner[0]], g, set(), k=2) == [outer]  # utc.helper is one
 
 
-def test_a_module_in_function_form_keeps_its_nested_functions() -> None:
-    g, outer, inner = _plugin(MAX_HELPERS)  # the helper and MAX_HELPERS methods
-    assert nested_functions(g, outer) == MAX_HELPERS + 1
-    assert fold_nested([outer, inner[0]], g, set(), k=2) == [outer, inner[0]]
+def test_a_module_in_function_form_and_its_closure_are_one_item_the_higher_one() -> None:
+    path = "lib/adapters/http.js"
+    g, ids = graph_of([(path, "httpAdapter", 1, 700), (path, "httpAdapter.dispatch", 20, 690)]
+                      + [(path, f"httpAdapter.dispatch.h{i}", 30 + i, 30 + i) for i in range(4)])
+    for inner in ids[1:]:
+        g.add_edge(ids[0] if inner == ids[1] else ids[1], inner, "contains")
+    assert nested_functions(g, ids[0]) > MAX_HELPERS
+    folded: dict[str, list[str]] = {}
+    assert fold_nested([ids[1], ids[5], ids[0]], g, set(), k=3, folded=folded) == [ids[1]]
+    assert folded == {ids[1]: [ids[5], ids[0]]}
+    assert fold_nested([ids[0], ids[1]], g, set(), k=2) == [ids[0]]
+
+
+def test_an_object_literals_member_defined_in_a_function_is_no_helper() -> None:
+    path = "src/plugin/localeData/index.js"
+    g, ids = graph_of([(path, "localeData", 1, 30), (path, "localeData.months", 3, 3)])
+    g.add_edge(ids[0], ids[1], "contains")
+    g.g.nodes[ids[1]]["member"] = True  # `return { months: instance => ... }`
+    assert fold_nested([ids[0], ids[1]], g, set(), k=2) == ids
+
+
+def test_a_module_sized_anonymous_export_keeps_its_nested_functions() -> None:
+    path = "src/plugin/localeData/index.js"
+    g, ids = graph_of([(path, "default", 1, 90)] + [
+        (path, f"default.helper{i}", 2 + i, 2 + i) for i in range(MAX_HELPERS + 1)])
+    for nid in ids[1:]:
+        g.add_edge(ids[0], nid, "contains")
+    assert module_export(g, ids[0]) and not module_export(g, ids[1])
+    assert fold_nested([ids[0], ids[1]], g, set(), k=2) == [ids[0], ids[1]]
+
+
+def test_a_function_nested_two_deep_through_functions_is_folded() -> None:
+    path = "lib/core/Axios.js"
+    g, ids = graph_of([
+        (path, "forEachMethodWithData", 1, 30),
+        (path, "forEachMethodWithData.generateHTTPMethod", 2, 20),
+        (path, "forEachMethodWithData.generateHTTPMethod.httpMethod", 3, 10),
+    ])
+    assert nested_in(g, ids[2], ids[0])
+    assert fold_nested([ids[0], ids[2]], g, set(), k=2) == [ids[0]]
+
+
+def test_a_function_the_issue_names_as_code_stays_above_wording_only_ones() -> None:
+    g, ids = _graph()
+    text = "We run the app and `helpers.buildURL()` drops the query"
+    evidence = {ids[5]: "backtick: buildURL", ids[3]: "file: lib/adapters/xhr.js"}
+    assert named_as_code(evidence, text) == {ids[5]}
+    order = [ids[0], ids[3], ids[6], ids[5]]
+    # above every function with no signal listed before it, below one with a signal
+    assert keep_named_on_top(order, {ids[5]}, evidence) == [ids[5], ids[0], ids[3], ids[6]]
+    assert keep_named_on_top([ids[3], ids[0], ids[5]], {ids[5]}, evidence) == [
+        ids[3], ids[5], ids[0]]
+    final = [ids[0], ids[6], ids[5]]
+    assert tidy_list(final, final, g, text, evidence, k=3, named={ids[5]})[0] == ids[5]
+
+
+def test_a_prose_name_counts_as_code_only_when_written_as_code() -> None:
+    _g, ids = _graph()
+    called = {ids[5]: "name: buildURL"}
+    assert named_as_code(called, "c.buildURL() returns the proxy address") == {ids[5]}
+    assert named_as_code(called, "Url::buildURL is wrong") == {ids[5]}
+    assert named_as_code(called, "buildURL returns the proxy address") == set()
+    assert named_as_code(called, "buildURL() and `buildURL` are no member") == set()
+    assert named_as_code({ids[0]: "member: class Axios"}, "`Axios` fails") == set()
+
+
+def test_test_code_outside_the_test_folders_is_found() -> None:
+    assert is_test_code("src/walk.rs", "tests.test_hidden_files")  # #[cfg(test)] mod tests
+    assert not is_test_code("src/walk.rs", "WalkState.tests_passed")
+    assert not is_test_code("src/tests.py", "tests.helper")  # a Python name, no Rust module
+    assert is_test_code("crates/core/benches/search.rs", "bench_search")
+    assert is_test_code("src/test_utils.rs", "TestEnv.new")
+    assert is_test_code("pkg/testing/fake.go", "Fake.Do")
+    assert not is_test_code("src/bin/fd.rs", "main")  # a Rust binary is the product
+
+
+def test_rust_test_modules_move_below_the_library() -> None:
+    g, ids = graph_of([("src/walk.rs", "tests.test_x", 1, 5), ("src/walk.rs", "scan", 6, 9)])
+    assert demote(ids, g, "hidden files are listed", {}) == [ids[1], ids[0]]

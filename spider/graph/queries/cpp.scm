@@ -60,6 +60,14 @@
   (class_specifier name: (type_identifier) @name.definition.class body: (_))) @definition.class
 (template_declaration
   (struct_specifier name: (type_identifier) @name.definition.struct body: (_))) @definition.struct
+; specialisations, `template <...> struct formatter<R, Char, ...> {...}`: named with their
+; arguments (extract.definition_name_text), so each one's methods keep their own scope
+(class_specifier name: (template_type) @name.definition.class body: (_)) @definition.class
+(struct_specifier name: (template_type) @name.definition.struct body: (_)) @definition.struct
+(template_declaration
+  (class_specifier name: (template_type) @name.definition.class body: (_))) @definition.class
+(template_declaration
+  (struct_specifier name: (template_type) @name.definition.struct body: (_))) @definition.struct
 
 ; --- base classes
 (base_class_clause [(type_identifier) (qualified_identifier)] @name.reference.inherits) @reference.inherits

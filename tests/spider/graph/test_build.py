@@ -234,3 +234,12 @@ def test_concurrent_saves_of_one_graph_never_collide(tmp_path: Path) -> None:
         list(pool.map(lambda _: g.save(target), range(32)))
     assert CodeGraph.load(target).functions() == g.functions()
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_why_nothing_is_indexed_is_said_in_words() -> None:
+    from spider.graph.build import empty_reason
+
+    assert "empty" in empty_reason(0, {})
+    assert empty_reason(3, {"tests": 40, "generated": 1}) == (
+        "no supported source file to index (3 in languages not parsed; skipped 1 generated, "
+        "40 tests); check the exclude/include settings")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from spider.graph import CodeGraph
@@ -63,3 +65,26 @@ def test_headers_are_cpp_beside_cpp_sources(cg: CodeGraph) -> None:
     assert cg.node("src/shape.h").language == "cpp"
     # an out-of-line definition whose class is in another file hangs off its own file
     assert ("src/shape.cpp", "src/shape.cpp:Circle.area") in edges(cg, "contains")
+
+
+def test_methods_of_template_specialisations_keep_their_class_scope(tmp_path: Path) -> None:
+    from spider.graph import build_graph
+    from spider.settings import EngineSettings
+    from spider.source import DirectorySource
+
+    (tmp_path / "main.cpp").write_text("int main() { return 0; }\n")
+    (tmp_path / "ranges.h").write_text(
+        "template <typename R, typename Char>\n"
+        "struct formatter<R, Char, enable_if_t<is_range<R>::value>> {\n"
+        "  auto parse(int ctx) { return ctx; }\n"
+        "};\n"
+        "template <> struct formatter<std::vector<bool>::reference> {\n"
+        "  auto parse(int ctx) { return ctx; }\n"
+        "};\n"
+    )
+    cg = build_graph(DirectorySource(tmp_path), EngineSettings())
+    methods = sorted(n for n in cg.functions() if n.endswith(".parse"))
+    assert methods == [
+        "ranges.h:formatter<R,Char,enable_if_t<is_range<R>::value>>.parse",
+        "ranges.h:formatter<std::vector<bool>::reference>.parse",
+    ]  # two ids, not parse and parse#2
