@@ -89,6 +89,7 @@ class CorpusRow:
     labels: int  # edited functions that are in the graph
     unreachable: int  # labelled functions the graph does not hold (tests, removed files)
     path: Path
+    stepped_back: bool = False  # indexed before the dataset's base, which held the fix
 
     @property
     def positives(self) -> int:
@@ -246,6 +247,8 @@ def read_row(path: Path, instance_id: str | None = None) -> CorpusRow:
             labels=int(data["labels"]),
             unreachable=int(data["unreachable"]),
             path=path,
+            stepped_back="dataset_base" in data
+            and str(data["dataset_base"]) != str(data["base_commit"]),
         )
 
 
@@ -336,20 +339,30 @@ def _record_error(out: Path, inst: Instance, exc: Exception) -> None:
 
 
 def summarise(rows: Sequence[CorpusRow], missing: Counter[str] | None = None) -> dict[str, Any]:
-    """Per-repository counts: instances, labels in the graph, unreachable, in the pool."""
+    """Per-repository counts: instances, labels in the graph, unreachable, in the pool, and
+    bases stepped back before their fix."""
     per: dict[str, dict[str, int]] = {}
     for r in rows:
         p = per.setdefault(
-            r.repo, {"instances": 0, "labels": 0, "unreachable": 0, "in_pool": 0, "no_label": 0}
+            r.repo,
+            {
+                "instances": 0,
+                "labels": 0,
+                "unreachable": 0,
+                "in_pool": 0,
+                "no_label": 0,
+                "stepped_back": 0,
+            },
         )
         p["instances"] += 1
         p["labels"] += r.labels
         p["unreachable"] += r.unreachable
         p["in_pool"] += r.positives
         p["no_label"] += int(r.labels == 0)
+        p["stepped_back"] += int(r.stepped_back)
     total = {
         k: sum(p[k] for p in per.values())
-        for k in ("instances", "labels", "unreachable", "in_pool", "no_label")
+        for k in ("instances", "labels", "unreachable", "in_pool", "no_label", "stepped_back")
     }
     return {
         "version": CORPUS_VERSION,

@@ -83,6 +83,7 @@ def _collect(root: Path, tmp_path: Path, sha: str) -> tuple[np.lib.npyio.NpzFile
     )
     assert summary["this_run"] == {"collected": 1, "failed": 0}
     row = read_row(out / "a-1.npz")
+    assert summary["total"]["stepped_back"] == int(row.stepped_back)
     data = np.load(out / "a-1.npz")
     gold = list(data["ids"]).index(GOLD)
     assert row.y[gold] == 1
@@ -97,6 +98,7 @@ def test_a_base_that_is_its_fix_is_collected_at_its_parent(
     assert x[AGE] > 0 and x[SHARE] == 0  # the fix's own message is not in its history
     assert "raise ValueError" not in str(data["texts"][list(data["ids"]).index(GOLD)])
     assert str(data["base_commit"]) == shas["total"] and str(data["dataset_base"]) == shas["fix"]
+    assert read_row(tmp_path / "corpus" / "a-1.npz").stepped_back
 
 
 def test_a_base_that_merged_its_fix_is_collected_at_its_first_parent(
@@ -114,6 +116,7 @@ def test_a_base_before_its_fix_is_kept(
     root, shas = fixed_mirror
     data, _ = _collect(root, tmp_path, shas["pricing"])
     assert str(data["base_commit"]) == str(data["dataset_base"]) == shas["pricing"]
+    assert not read_row(tmp_path / "corpus" / "a-1.npz").stepped_back
 
 
 def test_a_fix_beyond_the_steps_allowed_is_refused(
