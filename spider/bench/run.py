@@ -68,6 +68,18 @@ def expansion_fields(loc: Localization) -> dict[str, Any]:
     }
 
 
+def llm_fields(loc: Localization, dataset_id: Any) -> dict[str, Any]:
+    """A prediction row's LLM record (when an LLM pass ran) and the dataset ids of the
+    items graph expansion admitted (for η against τ: ``spider bench llm``)."""
+    record = getattr(loc, "llm", None)
+    admitted = [
+        dataset_id(h.id) for h in loc.hits
+        if any(getattr(r, "kind", "") == "expand" for r in getattr(h, "reasons", ()))
+    ]
+    return {**({"llm": record.to_dict()} if record is not None else {}),
+            "admitted_ids": admitted}
+
+
 def run_instance(
     inst: Instance,
     methods: Sequence[Method],
@@ -148,11 +160,7 @@ def run_instance(
                 "timings": {k: round_seconds(v) for k, v in loc.timings.items()},
                 "index": index_info,
                 "settings": loc.settings.to_dict(),
-                **({"llm": loc.llm.to_dict()} if loc.llm is not None else {}),
-                "admitted_ids": [
-                    id_map.get(h.id, normalise_id(h.id))
-                    for h in loc.hits if any(r.kind == "expand" for r in h.reasons)
-                ],
+                **llm_fields(loc, lambda i: id_map.get(i, normalise_id(i))),
             }
         )
     return rows

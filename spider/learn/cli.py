@@ -170,8 +170,15 @@ def _fit_dev(
 ) -> None:
     """:func:`run_fit` on the rows of ``dataset`` (``--only-repo`` applied), their
     repositories found through the ``--repos`` template: the dev-data commands' one body."""
-    run_fit(spec, _instances(dataset, only_repo), template_resolver(repos), settings, out,
-            write_weights=write_weights, weights_file=weights_file)
+    run_fit(
+        spec,
+        _instances(dataset, only_repo),
+        template_resolver(repos),
+        settings,
+        out,
+        write_weights=write_weights,
+        weights_file=weights_file,
+    )
 
 
 def _instances(
@@ -269,8 +276,10 @@ def ranker(
         list[Path] | None,
         typer.Option(
             "--dev-corpus",
-            help="also score the fitted model on these pools (e.g. `spider train corpus "
-            "--warm` over a development set): chooses between models, never fits",
+            help="also score the fitted model, and the model file it would replace, on these "
+            "pools (`spider train corpus --warm` over a development set; one per set): "
+            "chooses between models, never fits. Writing the shipped model needs both dev "
+            "sets and no lower R@20 or MRR@20 on either",
         ),
     ] = None,
 ) -> None:
@@ -280,7 +289,7 @@ def ranker(
 
     from spider.learn import ranker as fitting
     from spider.learn.corpus import read_corpus, summarise
-    from spider.pool_rank import MODEL_FILE
+    from spider.pool_rank import MODEL_FILE, load_ranker
 
     logging.getLogger("spider").setLevel(logging.INFO)
     try:
@@ -290,7 +299,10 @@ def ranker(
             [r for d in weak_dirs or [] for r in read_corpus(d)]
         )
         rows, weak = fitting.without(rows, drop), fitting.without(weak, drop)
-        dev = fitting.without([r for d in dev_dirs or [] for r in read_corpus(d)], drop)
+        names = [d.name for d in dev_dirs or []]
+        dev = {
+            d.name if names.count(d.name) == 1 else str(d): read_corpus(d) for d in dev_dirs or []
+        }
         bench += weak_bench
         params, cv, calibration = fitting.cross_validate(rows, folds=folds, weak=weak)
         if curve:
@@ -307,9 +319,12 @@ def ranker(
     model = None
     if write_weights or dev:
         model = dataclasses.replace(fitting.fit([*rows, *weak], params), calibration=calibration)
+    target = weights_file or MODEL_FILE
     if dev and model is not None:
         try:
-            cv["dev"] = fitting.score_pools(model, dev)
+            replaced = target if target.is_file() else MODEL_FILE  # else compare with the shipped
+            predecessor = load_ranker(replaced) if replaced.is_file() else None
+            cv["dev"] = fitting.dev_evidence(model, predecessor, dev, drop)
         except SpiderError as exc:
             raise exit_error(str(exc)) from exc
     if out is not None:
@@ -325,8 +340,14 @@ def ranker(
         )
     )
     if write_weights and model is not None:
-        target = fitting.write_ranker(weights_file or MODEL_FILE, model, cv, command_line(GROUP))
-        typer.echo(f"wrote {target}")
+        shipped = target.resolve() == MODEL_FILE.resolve()
+        if shipped and (why := fitting.ship_refusal(cv.get("dev", {}))):
+            raise exit_error(
+                f"not written to {MODEL_FILE.name}: {why}. docs/learning.md, 'Choosing a "
+                "model'; --weights-file writes a candidate elsewhere"
+            )
+        written = fitting.write_ranker(target, model, cv, command_line(GROUP))
+        typer.echo(f"wrote {written}")
 
 
 @train_app.command(cls=PlainCommand, name="encoder")
@@ -474,8 +495,16 @@ def head(
         weights_file=WEIGHTS_FILE,
         min_repos=fitting.MIN_REPOS,
     )
-    _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(k, cache_dir),
-             write_weights=write_weights, weights_file=weights_file)
+    _fit_dev(
+        spec,
+        dataset,
+        repos,
+        out,
+        only_repo,
+        engine_settings(k, cache_dir),
+        write_weights=write_weights,
+        weights_file=weights_file,
+    )
 
 
 @train_app.command(cls=PlainCommand, name="calibration")
@@ -505,8 +534,16 @@ def calibration(
         write=lambda cv, _cv, command, path: calibrating.write_calibration(cv, command, path),
         weights_file=CALIBRATION_FILE,
     )
-    _fit_dev(spec, dataset, repos, out, only_repo, engine_settings(k, cache_dir),
-             write_weights=write_weights, weights_file=weights_file)
+    _fit_dev(
+        spec,
+        dataset,
+        repos,
+        out,
+        only_repo,
+        engine_settings(k, cache_dir),
+        write_weights=write_weights,
+        weights_file=weights_file,
+    )
 
 
 @train_app.command(cls=PlainCommand, name="fusion")

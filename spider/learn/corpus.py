@@ -13,6 +13,12 @@ edited functions' own vectors are embedded too, so the issue encoder can be trai
 the corpus alone, and the pool's texts and the issue's are kept for the cross-encoder. A
 finished instance is never redone; a failed one is recorded in ``DIR/errors.jsonl`` and
 retried on the next run.
+
+A dataset's base commit must come before its fix: history at inference reads the commits up
+to the indexed one, and a base that already holds the fix (MULocBench records some fix
+commits, and merges of the fix, as the base) would show the fix's own message on the edited
+functions, a commit age of 0 that the engine never sees on a real issue. Such a base is
+stepped back to its first parent (:func:`pre_fix_base`) and the row records both commits.
 """
 
 from __future__ import annotations
@@ -22,24 +28,29 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spider.dataset import Instance
 from spider.errors import InputError, SpiderError
 from spider.features import RANKER_FEATURES, pool_relative, ranker_features
-from spider.ids import graph_ids_for
+from spider.ids import graph_ids_for, short_name
 from spider.progress import INSTANCES, Progress
 from spider.retrieve.first_stage import first_stage
+from spider.retrieve.history import CommitCache, brought_commits, first_parent
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, index_instance
+
+if TYPE_CHECKING:
+    from spider.index import Index
 
 log = logging.getLogger(__name__)
 
 CORPUS_VERSION = 3  # bump when what an instance file holds changes
+MAX_BASE_STEPS = 3  # a fix pushed straight to the branch as a few commits is stepped over
 # Version 1 held global dense ranks; they become pool-relative on reading (POOL_RELATIVE).
 # Version 2 lacked the history features (HISTORY_FEATURES): its files are collected again.
 READABLE_VERSIONS = (1, 2, CORPUS_VERSION)
@@ -78,6 +89,7 @@ class CorpusRow:
     labels: int  # edited functions that are in the graph
     unreachable: int  # labelled functions the graph does not hold (tests, removed files)
     path: Path
+    stepped_back: bool = False  # indexed before the dataset's base, which held the fix
 
     @property
     def positives(self) -> int:
@@ -129,8 +141,10 @@ def corpus_settings(base: EngineSettings, pool: int, *, warm: bool = False) -> E
 def collect_instance(
     inst: Instance, resolve: RepoResolver, settings: EngineSettings, pool: int, path: Path
 ) -> CorpusRow:
-    """Index one instance, rank, and write its pool's features and labels to ``path``."""
-    index, truth, id_map = index_instance(inst, resolve, settings)
+    """Index one instance at a base that does not hold its fix (:func:`pre_fix_base`), rank,
+    and write its pool's features and labels to ``path``."""
+    dataset_base = inst.base_commit
+    index, truth, id_map, inst = pre_fix_base(inst, resolve, settings)
     wanted = graph_ids_for(set(truth), id_map)
     present = {id_map[g] for g in wanted}
     issue = inst.issue()
@@ -160,11 +174,59 @@ def collect_instance(
         labels=len(present),
         unreachable=len(set(truth) - present),
         repo=inst.repo,
+        base_commit=inst.base_commit,
+        dataset_base=dataset_base,
         functions=len(ids),
         partial=bool(fs.partial),
     )
     tmp.replace(path)
     return read_row(path, inst.instance_id)
+
+
+def base_edits_labels(index: Index, wanted: set[str]) -> bool:
+    """Whether the indexed commit itself (or, for a merge, the branch it merged) edited a
+    labelled function: the fix is then in the history the features read."""
+    git_dir, commit = index.git_dir, index.commit
+    if git_dir is None or not commit or not wanted:
+        return False
+    g = index.graph.g
+    labels = {(g.nodes[n].get("path", ""), short_name(g.nodes[n].get("name", ""))) for n in wanted}
+    shas = brought_commits(git_dir, commit)
+    if not shas:
+        return False
+    cache = CommitCache(index.settings.cache_dir)
+    try:
+        edits = cache.read(git_dir, shas)
+    finally:
+        cache.close()
+    return any(labels & set(e.functions) for e in edits)
+
+
+def pre_fix_base(
+    inst: Instance, resolve: RepoResolver, settings: EngineSettings, steps: int = MAX_BASE_STEPS
+) -> tuple[Index, list[str], dict[str, str], Instance]:
+    """The instance indexed at its base, or at the first parent of a base that already
+    edits a labelled function (at most ``steps`` back): the index, the truth,
+    the id map and the instance as indexed. Raises InputError when no earlier commit is
+    free of the fix."""
+    for step in range(steps + 1):
+        index, truth, id_map = index_instance(inst, resolve, settings)
+        if not base_edits_labels(index, graph_ids_for(set(truth), id_map)):
+            return index, truth, id_map, inst
+        parent = None if step == steps else first_parent(resolve(inst), inst.base_commit)
+        if parent is None:
+            break
+        log.info(
+            "%s: base %s edits its labels; using %s",
+            inst.instance_id,
+            inst.base_commit[:12],
+            parent[:12],
+        )
+        inst = replace(inst, base_commit=parent)
+    raise InputError(
+        f"{inst.instance_id}: base {inst.base_commit[:12]} already edits the functions its "
+        f"fix edits, {steps} first parents back at most (the fix would be in its history)"
+    )
 
 
 def read_row(path: Path, instance_id: str | None = None) -> CorpusRow:
@@ -185,6 +247,8 @@ def read_row(path: Path, instance_id: str | None = None) -> CorpusRow:
             labels=int(data["labels"]),
             unreachable=int(data["unreachable"]),
             path=path,
+            stepped_back="dataset_base" in data
+            and str(data["dataset_base"]) != str(data["base_commit"]),
         )
 
 
@@ -275,20 +339,30 @@ def _record_error(out: Path, inst: Instance, exc: Exception) -> None:
 
 
 def summarise(rows: Sequence[CorpusRow], missing: Counter[str] | None = None) -> dict[str, Any]:
-    """Per-repository counts: instances, labels in the graph, unreachable, in the pool."""
+    """Per-repository counts: instances, labels in the graph, unreachable, in the pool, and
+    bases stepped back before their fix."""
     per: dict[str, dict[str, int]] = {}
     for r in rows:
         p = per.setdefault(
-            r.repo, {"instances": 0, "labels": 0, "unreachable": 0, "in_pool": 0, "no_label": 0}
+            r.repo,
+            {
+                "instances": 0,
+                "labels": 0,
+                "unreachable": 0,
+                "in_pool": 0,
+                "no_label": 0,
+                "stepped_back": 0,
+            },
         )
         p["instances"] += 1
         p["labels"] += r.labels
         p["unreachable"] += r.unreachable
         p["in_pool"] += r.positives
         p["no_label"] += int(r.labels == 0)
+        p["stepped_back"] += int(r.stepped_back)
     total = {
         k: sum(p[k] for p in per.values())
-        for k in ("instances", "labels", "unreachable", "in_pool", "no_label")
+        for k in ("instances", "labels", "unreachable", "in_pool", "no_label", "stepped_back")
     }
     return {
         "version": CORPUS_VERSION,

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 KS = (1, 5, 10, 20)
 SEED = 0
+SHIP_METRICS = ("R@20", "MRR@20")  # what a new shipped ranker may not lower on any dev set
+MIN_DEV_SETS = 2  # Lite and multilingual: a shipped ranker is chosen on both dev sets' pools
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,49 @@ def score_pools(model: PoolRanker, rows: Sequence[CorpusRow]) -> dict[str, Any]:
             for repo, (b, a) in sorted(tally.per_repo.items())
         },
     }
+
+
+def dev_evidence(
+    candidate: PoolRanker,
+    predecessor: PoolRanker | None,
+    dev: Mapping[str, Sequence[CorpusRow]],
+    families: Sequence[str] = (),
+) -> dict[str, dict[str, Any]]:
+    """Per development corpus (never fitted on): the candidate's figures and, on the same
+    pools, the predecessor's (the model it would replace) and the :data:`SHIP_METRICS` where
+    the candidate is lower. ``families`` are left out of the candidate's rows only, as it
+    was fitted."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, rows in dev.items():
+        new = score_pools(candidate, without(rows, families))
+        entry: dict[str, Any] = {
+            "instances": new["instances"],
+            "first_stage": new["first_stage"],
+            "candidate": new["ranker"],
+        }
+        if predecessor is not None:
+            old = score_pools(predecessor, rows)["ranker"]
+            entry["predecessor"] = old
+            entry["lower"] = [m for m in SHIP_METRICS if new["ranker"][m] < old[m]]
+        out[name] = entry
+    return out
+
+
+def ship_refusal(evidence: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Why a candidate may not become the shipped ranker, or None when it may: it is
+    scored on at least :data:`MIN_DEV_SETS` development corpora and is lower than the
+    predecessor on none of them (corpus CV alone, or one dev set, chose the regressed
+    history ranker)."""
+    if len(evidence) < MIN_DEV_SETS:
+        return (
+            f"a shipped ranker is chosen on {MIN_DEV_SETS} development sets' pools (one "
+            f"--dev-corpus each: Lite and multilingual); got {len(evidence)}"
+        )
+    lower = {name: e["lower"] for name, e in evidence.items() if e.get("lower")}
+    if lower:
+        where = "; ".join(f"{name}: {', '.join(ms)}" for name, ms in sorted(lower.items()))
+        return f"lower than the shipped ranker on a development set ({where})"
+    return None
 
 
 def training_rows(rows: Sequence[CorpusRow]) -> tuple[list[CorpusRow], int]:
@@ -363,6 +408,7 @@ def write_ranker(path: Path, model: PoolRanker, cv: Mapping[str, Any], command: 
             "learning_curve": cv.get("learning_curve"),
             "trained_on": cv["data"],
             "weak": cv.get("weak"),
+            "dev": cv.get("dev"),  # the development pools it was chosen on, beside its predecessor
         },
     )
     return write_model_file(path, model, provenance)

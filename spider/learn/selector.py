@@ -33,6 +33,7 @@ from spider.dataset import Instance
 from spider.errors import InvalidSetting, SpiderError
 from spider.features import NEIGHBOUR_FEATURES, log_rank, pool_features
 from spider.ids import graph_ids_for, normalise_id
+from spider.learn.corpus import pre_fix_base
 from spider.learn.cv import leave_one_repository_out
 from spider.learn.estimator import Logistic
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
@@ -42,7 +43,7 @@ from spider.select.base import Candidate, SelectionRequest
 from spider.select.exchange import exchange
 from spider.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver, index_instance
+from spider.snapshot import RepoResolver
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ def collect(
                 continue
             t0 = time.perf_counter()
             try:
-                index, truth, id_map = index_instance(inst, resolve, settings)
+                index, truth, id_map, inst = pre_fix_base(inst, resolve, settings)
             except SpiderError as exc:  # one unreadable instance does not end the collection
                 log.warning("fit data %s skipped: %s", inst.instance_id, exc)
                 continue

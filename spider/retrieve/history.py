@@ -40,6 +40,7 @@ MAX_MESSAGES = 30  # most recent messages kept per function or file
 CHUNK = 400  # commits per `git log --no-walk` call (argument length)
 MIN_SHARED = 2  # words an earlier message shares with the issue before the list quotes it
 SUBJECT_CHARS = 120  # of a quoted subject line
+MAX_BROUGHT = 200  # commits of a merged branch read when checking what a commit brought
 
 # git's built-in diff drivers print the enclosing function in each hunk header
 DRIVERS = {
@@ -219,6 +220,32 @@ def recent_commits(git_dir: Path, commit: str, limit: int) -> list[str]:
         )
     except SourceError as exc:
         log.warning("no history for %s: %s", commit[:12], exc)
+        return []
+    return out.decode().split()
+
+
+def first_parent(git_dir: Path, commit: str) -> str | None:
+    """``commit``'s first parent, or None for a root commit (or one git cannot read)."""
+    try:
+        out = git(["rev-parse", "--verify", "--quiet", f"{commit}^1"], git_dir)
+    except SourceError:
+        return None
+    return out.decode().strip() or None
+
+
+def brought_commits(git_dir: Path, commit: str, limit: int = MAX_BROUGHT) -> list[str]:
+    """The commits with one parent that ``commit`` adds to its first parent's history:
+    itself, or for a merge the commits of the branch it merged (at most ``limit``, newest
+    first); [] for a root commit."""
+    parent = first_parent(git_dir, commit)
+    if parent is None:
+        return []
+    try:
+        out = git(
+            ["rev-list", "--no-merges", f"--max-count={limit}", f"{parent}..{commit}"], git_dir
+        )
+    except SourceError as exc:
+        log.warning("commits of %s not listed: %s", commit[:12], exc)
         return []
     return out.decode().split()
 

@@ -58,7 +58,8 @@ def fake_build_index(
 
 
 def fake_locate(
-    index: FakeIndex, issue: Issue, settings: EngineSettings, *, selector: Any = None
+    index: FakeIndex, issue: Issue, settings: EngineSettings, *, selector: Any = None,
+    llm: Any = None,
 ) -> Localization:
     ids = sorted(index.graph.functions(), reverse=settings.first_stage == "bm25")
     if selector is not None:  # the oracle lifts what it admits

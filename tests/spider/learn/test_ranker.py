@@ -15,16 +15,20 @@ from spider.features import HISTORY_FEATURES, RANKER_FEATURES
 from spider.learn.corpus import CorpusRow
 from spider.learn.platt import fit_platt
 from spider.learn.ranker import (
+    SHIP_METRICS,
     Params,
     cross_validate,
+    dev_evidence,
     fit,
     learning_curve,
     loro,
     metrics,
     score_pools,
+    ship_refusal,
     training_rows,
     with_weak,
     without,
+    write_ranker,
 )
 from spider.pool_rank import PoolRanker, TreeEnsemble, dump_ranker
 
@@ -272,3 +276,36 @@ def test_an_older_model_file_reads_the_features_it_knows(tmp_path: Path) -> None
     assert loaded.trees.n_features == old and not loaded.reads(HISTORY_FEATURES)
     full = ROWS[0].x
     assert np.allclose(loaded.scores(full), model.scores(full[:, :old]))
+
+
+def test_dev_evidence_compares_the_candidate_with_its_predecessor_per_dev_set() -> None:
+    rows = [_history_row(i, f"o/r{i % 4}") for i in range(24)]
+    good = fit(rows[:16], SMALL[0])
+    blind = fit(without(rows[:16], ["history"]), SMALL[0])  # cannot see what marks the edit
+    dev = {"lite": rows[16:20], "multi": rows[20:]}
+    better = dev_evidence(good, blind, dev)
+    assert set(better) == {"lite", "multi"}
+    assert better["lite"]["candidate"]["MRR@20"] > better["lite"]["predecessor"]["MRR@20"]
+    assert better["lite"]["lower"] == better["multi"]["lower"] == []
+    assert ship_refusal(better) is None
+    worse = dev_evidence(blind, good, dev)
+    assert "MRR@20" in worse["lite"]["lower"]
+    assert "lower than the shipped ranker" in str(ship_refusal(worse))
+    # one dev set is not enough evidence to ship, even when it is better
+    assert "2 development sets" in str(ship_refusal({"lite": better["lite"]}))
+    # a family left out of the fit is left out of the candidate's dev rows only
+    no_history = dev_evidence(blind, good, dev, ["history"])
+    assert no_history["lite"]["candidate"] == worse["lite"]["candidate"]
+    assert SHIP_METRICS == ("R@20", "MRR@20")
+
+
+def test_the_model_file_names_the_dev_evidence_it_was_chosen_on(tmp_path: Path) -> None:
+    rows = [_history_row(i, f"o/r{i % 4}") for i in range(24)]
+    params, cv, calibration = cross_validate(rows[:16], grid=SMALL)
+    cv["data"] = {"total": {"instances": 16}}
+    model = replace(fit(rows[:16], params), calibration=calibration)
+    cv["dev"] = dev_evidence(model, None, {"lite": rows[16:20], "multi": rows[20:]})
+    back = PoolRanker.load(write_ranker(tmp_path / "m.json", model, cv, "spider train ranker"))
+    assert set(back.meta["dev"]) == {"lite", "multi"}
+    assert back.meta["dev"]["multi"]["instances"] == 4
+    assert "predecessor" not in back.meta["dev"]["lite"]  # nothing was replaced
