@@ -4,7 +4,8 @@ reader's mixing weight swept over the verdicts the run recorded (no model call).
 
 η is the share of admitted functions the fix edited; τ the share of the functions they
 pushed out of the list (present in the run's ``no-llm`` list, absent after) that it did.
-A swap pays only when η > τ.
+A swap pays only when η > τ. Every figure is over the instances all of the run's methods
+scored.
 """
 
 from __future__ import annotations
@@ -50,7 +51,14 @@ def _pct(values: Sequence[float], q: float) -> float | None:
 
 
 def _scored(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [r for r in rows if r.get("metrics") and r.get("gt")]
+    """The scored rows of the instances every method of the run scored, so that each
+    method's averages are over the same issues (a resumed or partial run may differ)."""
+    scored = [r for r in rows if r.get("metrics") and r.get("gt")]
+    per_method: dict[str, set[str]] = defaultdict(set)
+    for r in scored:
+        per_method[r["method"]].add(r["instance_id"])
+    common = set.intersection(*per_method.values()) if per_method else set()
+    return [r for r in scored if r["instance_id"] in common]
 
 
 def figures(rows: Sequence[Mapping[str, Any]]) -> list[MethodFigures]:
