@@ -113,7 +113,10 @@ def sweep(rows: Sequence[Mapping[str, Any]], method: str = "llm-read",
                 continue
             verdicts = r["llm"].get("verdicts") or {}
             order = mix_pointwise(b["ranked_ids"], verdicts, w)
-            ranked = dedupe(normalise_id(i) for i in order)
+            # the dataset's id of each listed function (rows before it was recorded: the
+            # string-level normalisation, which misses the dataset's nesting rule)
+            mapped = dict(zip(b["ranked_ids"], b.get("dataset_ids") or [], strict=False))
+            ranked = dedupe(mapped.get(i) or normalise_id(i) for i in order)
             per.append(score_instance(ranked, r["gt"]))
         if per:
             out[w] = {m: statistics.fmean(p[m] for p in per) for m in METRICS}

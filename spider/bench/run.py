@@ -151,6 +151,7 @@ def run_instance(
                 "method": m.name,
                 "ranked": ranked,
                 "ranked_ids": raw,
+                "dataset_ids": [id_map.get(h, normalise_id(h)) for h in raw],  # aligned with raw
                 "seconds": round_seconds(query_s),
                 "gt": truth,
                 "gt_source": gt_source,
