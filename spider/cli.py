@@ -18,7 +18,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from spider.cli_common import QuietOpt, TerminalProgress, terminal_progress
+from spider.cli_common import (
+    MAX_MESSAGE_CHARS,
+    MAX_TITLE_CHARS,
+    QuietOpt,
+    TerminalProgress,
+    terminal_progress,
+    terminal_safe,
+)
 from spider.errors import EmptyIssue, EnginePermanentError, InputError, SpiderError
 from spider.models import Hit, Issue, Localization
 from spider.progress import RANKING, ended
@@ -61,13 +68,15 @@ RevOpt = Annotated[
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(Text.assemble(("error:", "red"), f" {message}"))  # no markup read in message
+    # no markup read in message; a path or an issue it quotes cannot reach the terminal raw
+    safe = terminal_safe(message, MAX_MESSAGE_CHARS, lines=True)
+    err.print(Text.assemble(("error:", "red"), f" {safe}"))
     return typer.Exit(code)
 
 
 def _note(message: str) -> None:
     """One line on stderr that is not an error (what was ranked, what to run next)."""
-    err.print(Text(f"note: {message}"))
+    err.print(Text(f"note: {terminal_safe(message, MAX_MESSAGE_CHARS, lines=True)}"))
 
 
 def _settings(**overrides: object) -> EngineSettings:
@@ -120,16 +129,17 @@ def index(
         typer.echo(json.dumps(report, indent=2, default=str))
         return
     c = _console()
-    c.print(f"[bold]{path}[/bold] at {idx.commit or 'working tree'}")
+    c.print(Text.assemble((terminal_safe(path), "bold"),
+                          f" at {terminal_safe(idx.commit or 'working tree')}"))
     parsed = report["parsed"]
     c.print(
-        f"files parsed: {sum(parsed.values())} "
-        + " ".join(f"{k}={v}" for k, v in sorted(parsed.items()))
+        Text(f"files parsed: {sum(parsed.values())} "
+             + " ".join(f"{terminal_safe(k)}={v}" for k, v in sorted(parsed.items())))
     )
     skipped = report["skipped"]
     c.print(
-        f"files skipped: {sum(skipped.values())} "
-        + " ".join(f"{k}={v}" for k, v in sorted(skipped.items()))
+        Text(f"files skipped: {sum(skipped.values())} "
+             + " ".join(f"{terminal_safe(k)}={v}" for k, v in sorted(skipped.items())))
     )
     nodes = report["nodes"]
     c.print("nodes: " + " ".join(f"{k}={v}" for k, v in sorted(nodes.items())))
@@ -344,8 +354,8 @@ def _print_result(
     if fmt == "json":
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
-    if links is not None:
-        typer.echo(_markdown(result, links), nl=False)
+    if links is not None:  # the comment's own escaping, and nothing a terminal acts on
+        typer.echo(terminal_safe(_markdown(result, links), None, lines=True), nl=False)
         return
     c = _console()
     c.print(hits_table(result, title, c.width))
@@ -357,13 +367,14 @@ def _print_result(
     )
     index_s, query_s = result.timings.get("index", 0.0), result.timings.get("query", 0.0)
     c.print(
-        Text(f"{ranked} · index {index_s:.2f} s · query {query_s:.2f} s{tail}"),
+        Text(f"{terminal_safe(ranked)} · index {index_s:.2f} s · query {query_s:.2f} s{tail}"),
     )
 
 
 def plain_reasons(hit: Hit) -> str:
-    """A hit's reasons as plain text: names as they are, no Markdown code spans."""
-    return "; ".join(r.describe(code=str) for r in hit.reasons)
+    """A hit's reasons as plain text: names as they are (made safe for a terminal), no
+    Markdown code spans."""
+    return terminal_safe("; ".join(r.describe(code=str) for r in hit.reasons), MAX_MESSAGE_CHARS)
 
 
 def hits_table(result: Localization, title: str, width: int) -> Table:
@@ -371,13 +382,16 @@ def hits_table(result: Localization, title: str, width: int) -> Table:
 
     Ids are never cut while there is room for them: the reasons' column narrows first,
     then the lines' column goes, then the reasons move under each id; an id longer than
-    the whole width folds.
+    the whole width folds. Everything from the issue or the repository (the title, ids,
+    reasons) passes :func:`terminal_safe`: cut (the title to one line, an id to
+    ``MAX_ID_CHARS``), control and bidi characters shown as escapes.
     """
     hits = result.hits
+    ids = [terminal_safe(h.id) for h in hits]
     spans = [f"{h.start_line}-{h.end_line}" for h in hits]
     whys = [plain_reasons(h) for h in hits]
     n_w = len(str(len(hits)))
-    id_w = max((len(h.id) for h in hits), default=len("function"))
+    id_w = max((len(i) for i in ids), default=len("function"))
     lines_w = max([len("lines"), *(len(s) for s in spans)])
     why_need = max([len("why"), *(len(w) for w in whys)])
 
@@ -391,7 +405,8 @@ def hits_table(result: Localization, title: str, width: int) -> Table:
         why_w = room(n_w, id_w)
     if why_w < MIN_WHY_WIDTH:
         columns.remove("why")
-    table = Table(title=Text(f"top {len(hits)} for: {title}"), box=box.SIMPLE_HEAD, show_edge=False)
+    heading = f"top {len(hits)} for: {terminal_safe(title, MAX_TITLE_CHARS)}"
+    table = Table(title=Text(heading), box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("#", justify="right", no_wrap=True)
     cell_w = id_w if "why" in columns else max(1, room(n_w))
     table.add_column("function", overflow="fold", width=cell_w)
@@ -399,13 +414,13 @@ def hits_table(result: Localization, title: str, width: int) -> Table:
         table.add_column("lines", justify="right", no_wrap=True, width=lines_w)
     if "why" in columns:
         table.add_column("why", overflow="fold", width=min(why_w, why_need))
-    for n, (h, span, why) in enumerate(zip(hits, spans, whys, strict=True), 1):
+    for n, (hid, span, why) in enumerate(zip(ids, spans, whys, strict=True), 1):
         if "why" not in columns:
-            cell = Text(h.id)
+            cell = Text(hid)
             cell.append(f"\nlines {span} · {why}", style="dim")
             table.add_row(str(n), cell)
             continue
-        row: list[str | Text] = [str(n), Text(h.id)]
+        row: list[str | Text] = [str(n), Text(hid)]
         if "lines" in columns:
             row.append(span)
         table.add_row(*row, Text(why))
