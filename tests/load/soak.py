@@ -54,6 +54,7 @@ from typing import Any, ClassVar
 import httpx
 import redis
 
+from contract import pending
 from contract.jobs import FIX_QUEUE, INDEX_QUEUE, QUEUE
 from spider_devkit.devstack import INSTALLATION_ID, DevStack
 from spider_devkit.fake_github import Chaos, FakeDelivery, files_from_diff
@@ -94,6 +95,7 @@ ENV = {
     "SPIDER_GITHUB_TIMEOUT_S": "2",
     "SPIDER_GITHUB_MAX_INLINE_WAIT_S": "3",
     "SPIDER_REDELIVER_INTERVAL_S": "10",
+    "SPIDER_LOST_JOB_AFTER_S": "15",
 }
 GIT_ENV = {"GIT_AUTHOR_NAME": "Soak", "GIT_AUTHOR_EMAIL": "soak@example.com",
            "GIT_COMMITTER_NAME": "Soak", "GIT_COMMITTER_EMAIL": "soak@example.com"}
@@ -587,11 +589,12 @@ def sample(stack: DevStack, t_s: float) -> Sample:
 
 
 def _queues_empty(client: redis.Redis) -> bool:
-    """No message waiting in any queue (every priority step) and none unacknowledged."""
+    """No message waiting in any queue (every priority step), none unacknowledged, and no
+    job published and not ended (contract.pending)."""
     for key in client.scan_iter(match="spider*", count=500):
         if client.type(key) == b"list" and client.llen(key):
             return False
-    return not client.hlen("unacked")
+    return not client.hlen("unacked") and not client.hlen(pending.PENDING_KEY)
 
 
 def _outcomes(client: redis.Redis, task_ids: list[str]) -> dict[str, dict[str, Any]]:
