@@ -37,7 +37,8 @@ from bot.errors import (
 )
 from bot.events import Acknowledge, Enqueue, EnqueueIndex, Ignore, route
 from bot.queue import CeleryEnqueuer, Enqueuer, make_publisher
-from contract import index_state, installs, logs
+from contract import index_state, installs, logs, pending
+from contract.jobs import task_id_of
 from contract.metrics import RedisCollector
 from contract.redis_client import redis_client as make_redis
 from contract.settings import AppSettings, get_settings
@@ -201,17 +202,25 @@ def _handle(bot: BotState, event: str, payload: dict[str, Any], delivery: str) -
     if not bot.ledger.claim(delivery):
         return {"status": "duplicate", "reason": "delivery already queued"}
     try:
+        pending.record(bot.redis, job)  # a message the broker loses is published again
         task_id = bot.enqueue(job)
-    except QueueUnavailable:
-        bot.ledger.release(delivery)
-        raise
     except Exception as exc:
+        _forget(bot, [task_id_of(job)])
         bot.ledger.release(delivery)
+        if isinstance(exc, QueueUnavailable):
+            raise
         raise QueueUnavailable(f"enqueue failed: {type(exc).__name__}") from exc
     if not bot.ledger.confirm(delivery):
         log.warning("delivery id not remembered for long: Redis failed after the enqueue")
     log.info("job queued", extra={"repo": job.repo, "issue": job.issue_number, "trigger": job.trigger})
     return {"status": "queued", "task_id": task_id}
+
+
+def _forget(bot: BotState, task_ids: list[str]) -> None:
+    """Jobs recorded as pending but never published (best effort: a record left behind
+    only publishes the job later, and the delivery's redelivery then finds it queued)."""
+    with suppress(redis.RedisError):
+        pending.settle(bot.redis, task_ids)
 
 
 def _enqueue_index(bot: BotState, decision: EnqueueIndex, delivery: str) -> dict[str, Any]:
@@ -233,11 +242,13 @@ def _enqueue_index(bot: BotState, decision: EnqueueIndex, delivery: str) -> dict
                                        bot.settings.index_pending_ttl_s):
                 continue
             queued.append((job.repo, task_id))
+            pending.record(bot.redis, job)
             bot.enqueue(job)
     except Exception as exc:
         for repo, task_id in queued:  # best effort: each also expires by itself
             with suppress(redis.RedisError):
                 index_state.release(bot.redis, repo, task_id)
+        _forget(bot, [t for _, t in queued])
         bot.ledger.release(delivery)
         if isinstance(exc, QueueUnavailable):
             raise

@@ -35,6 +35,9 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "spider_github_calls": ("GitHub API calls by HTTP status (or timeout, error)", ("status",)),
     "spider_redeliveries": ("Failed webhook deliveries GitHub was asked to redeliver, by outcome "
                             "(requested, succeeded, given_up)", ("outcome",)),
+    "spider_lost_jobs": ("Jobs the broker lost (a worker killed between taking a message and "
+                         "recording it) found and published again, by outcome (republished, "
+                         "given_up)", ("outcome",)),
     "spider_fixes": ("Merged fixes scored against our comment, by outcome (hit, miss, "
                      "no_function_changed)", ("outcome",)),
     "spider_index_jobs": ("Index jobs by outcome (indexed, skipped, failed, retried, deferred)",

@@ -147,6 +147,11 @@ class AppSettings(BaseSettings):
     broker_restore_interval_s: int = Field(
         60, ge=1, description="how often each worker looks for messages to redeliver"
     )
+    lost_job_after_s: float = Field(
+        60.0, gt=0, description="a job the bot published that is in no queue and not "
+        "unacknowledged at two looks this far apart (lost between a worker's BRPOP and its "
+        "record of the message, by a kill) is published again (worker/rescue.py)"
+    )
     # --- redelivery of failed webhook deliveries (worker/redeliver.py) ---
     redeliver_enabled: bool = Field(
         True, description="ask GitHub to redeliver deliveries the bot could not take (a 503 "

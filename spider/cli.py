@@ -19,11 +19,14 @@ from rich.table import Table
 from rich.text import Text
 
 from spider.cli_common import (
+    MAX_MESSAGE_CHARS,
+    MAX_TITLE_CHARS,
     PlainCommand,
     PlainGroup,
     QuietOpt,
     TerminalProgress,
     terminal_progress,
+    terminal_safe,
 )
 from spider.errors import EmptyIssue, EnginePermanentError, InputError, SpiderError
 from spider.models import Hit, Issue, Localization, reader_id
@@ -69,13 +72,15 @@ RevOpt = Annotated[
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(Text.assemble(("error:", "red"), f" {message}"))  # no markup read in message
+    # no markup read in message; a path or an issue it quotes cannot reach the terminal raw
+    safe = terminal_safe(message, MAX_MESSAGE_CHARS, lines=True)
+    err.print(Text.assemble(("error:", "red"), f" {safe}"))
     return typer.Exit(code)
 
 
 def _note(message: str) -> None:
     """One line on stderr that is not an error (what was ranked, what to run next)."""
-    err.print(Text(f"note: {message}"))
+    err.print(Text(f"note: {terminal_safe(message, MAX_MESSAGE_CHARS, lines=True)}"))
 
 
 def _settings(**overrides: object) -> EngineSettings:
@@ -128,16 +133,17 @@ def index(
         typer.echo(json.dumps(report, indent=2, default=str))
         return
     c = _console()
-    c.print(f"[bold]{path}[/bold] at {idx.commit or 'working tree'}")
+    c.print(Text.assemble((terminal_safe(path), "bold"),
+                          f" at {terminal_safe(idx.commit or 'working tree')}"))
     parsed = report["parsed"]
     c.print(
-        f"files parsed: {sum(parsed.values())} "
-        + " ".join(f"{k}={v}" for k, v in sorted(parsed.items()))
+        Text(f"files parsed: {sum(parsed.values())} "
+             + " ".join(f"{terminal_safe(k)}={v}" for k, v in sorted(parsed.items())))
     )
     skipped = report["skipped"]
     c.print(
-        f"files skipped: {sum(skipped.values())} "
-        + " ".join(f"{k}={v}" for k, v in sorted(skipped.items()))
+        Text(f"files skipped: {sum(skipped.values())} "
+             + " ".join(f"{terminal_safe(k)}={v}" for k, v in sorted(skipped.items())))
     )
     nodes = report["nodes"]
     c.print("nodes: " + " ".join(f"{k}={v}" for k, v in sorted(nodes.items())))
@@ -354,8 +360,8 @@ def _print_result(
     if fmt == "json":
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
-    if links is not None:
-        typer.echo(_markdown(result, links), nl=False)
+    if links is not None:  # the comment's own escaping, and nothing a terminal acts on
+        typer.echo(terminal_safe(_markdown(result, links), None, lines=True), nl=False)
         return
     c = _console()
     c.print(hits_table(result, title, c.width))
@@ -367,13 +373,14 @@ def _print_result(
     )
     index_s, query_s = result.timings.get("index", 0.0), result.timings.get("query", 0.0)
     c.print(
-        Text(f"{ranked} · index {index_s:.2f} s · query {query_s:.2f} s{tail}"),
+        Text(f"{terminal_safe(ranked)} · index {index_s:.2f} s · query {query_s:.2f} s{tail}"),
     )
 
 
 def plain_reasons(hit: Hit) -> str:
-    """A hit's reasons as plain text: names as they are, no Markdown code spans."""
-    return "; ".join(r.describe(code=str) for r in hit.reasons)
+    """A hit's reasons as plain text: names as they are (made safe for a terminal), no
+    Markdown code spans."""
+    return terminal_safe("; ".join(r.describe(code=str) for r in hit.reasons), MAX_MESSAGE_CHARS)
 
 
 def _room(width: int, *columns: int) -> int:
@@ -390,13 +397,16 @@ def hits_table(result: Localization, title: str, width: int) -> Table:
     the whole ids fit the width; else the ids are shortened at a path or dot boundary
     (:func:`spider.ids.shorten_id`), to keep the reasons beside them down to
     :data:`MIN_ID_WIDTH`, below it to the whole width with the reasons under them.
+    Everything from the issue or the repository (the title, ids, reasons) passes
+    :func:`terminal_safe`: cut (the title to one line, an id to ``MAX_ID_CHARS``), control
+    and bidi characters shown as escapes.
     """
     from spider.ids import shorten_id  # the graph's modules load only when a table is drawn
 
     hits = result.hits
     spans = [f"{h.start_line}-{h.end_line}" for h in hits]
     whys = [plain_reasons(h) for h in hits]
-    names = [reader_id(h.id) for h in hits]
+    names = [terminal_safe(reader_id(h.id)) for h in hits]
     n_w = max(len("#"), len(str(len(hits))))
     id_need = max((len(n) for n in names), default=len("function"))
     lines_w = max([len("lines"), *(len(s) for s in spans)])
@@ -419,7 +429,7 @@ def hits_table(result: Localization, title: str, width: int) -> Table:
         id_w = max(1, _room(width, n_w))
     id_w = min(id_w, id_need)
     table = Table(
-        title=Text(f"top {len(hits)} for: {title}"),
+        title=Text(f"top {len(hits)} for: {terminal_safe(title, MAX_TITLE_CHARS)}"),
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,

@@ -5,11 +5,13 @@ command that takes them, so ``--dataset``, ``--repos``, ``--only-repo``, ``--cac
 and the rest read the same in both groups. Also: the error exit, the command line as
 typed (recorded in every report and model file), comma-separated lists, and the progress
 display on stderr (:class:`TerminalProgress`, the ``rich`` listener of
-``spider.progress``).
+``spider.progress``), and :func:`terminal_safe`, through which every string from an issue or
+a repository passes before it is printed in anything but JSON.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from collections.abc import Iterator
@@ -32,6 +34,7 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 from typer.core import TyperCommand, TyperGroup
 
+from spider.comment.markdown import printable
 from spider.progress import UNITS
 from spider.settings import EngineSettings
 
@@ -78,6 +81,40 @@ class PlainGroup(TyperGroup):
 
     def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
         return _plain_usage(super().collect_usage_pieces(ctx))
+
+
+MAX_TITLE_CHARS = 120  # an issue's title in a table's heading: one line on a wide terminal
+MAX_ID_CHARS = 300  # a function id or path: longer than any real one, short of a flood
+MAX_MESSAGE_CHARS = 2_000  # an error or note that quotes a path or an issue
+# What a terminal acts on or reorders: C0 and C1 control characters (ESC starts colour,
+# title, hyperlink and clipboard sequences; CSI is 0x9b on its own), DEL, and the Unicode
+# bidi embeddings, overrides, isolates and marks that make text read other than it is.
+_TERMINAL_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+_BREAKS = frozenset("\t\n\r\x0b\x0c\x85\u2028\u2029")  # whitespace that ends a line
+
+
+def terminal_safe(value: object, limit: int | None = MAX_ID_CHARS, *, lines: bool = False) -> str:
+    """``value`` as it may reach a terminal: control and bidi characters shown as visible
+    escapes (``\\x1b``, ``\\u202e``), line breaks as spaces (kept with ``lines``), bytes
+    that were not UTF-8 as U+FFFD, and at most ``limit`` characters (``…`` ends a cut)."""
+    text = printable(value)
+    cut = limit is not None and len(text) > limit
+    if cut:
+        text = text[:limit]  # cut first: a megabyte-long title costs nothing to escape
+
+    def shown(m: re.Match[str]) -> str:
+        ch = m.group()
+        if ch in _BREAKS:
+            return "\n" if lines and ch == "\n" else " "
+        code = ord(ch)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    text = _TERMINAL_UNSAFE.sub(shown, text)
+    if limit is not None and (cut or len(text) > limit):
+        text = text[: limit - 1] + "…"
+    return text
 
 _DATASET = typer.Option("--dataset", "-d", help="SWE-bench-style JSONL")
 _REPOS = typer.Option(

@@ -77,21 +77,31 @@ def _check_settings(**_: Any) -> None:
     log.info("worker settings checked")
 
 
-_redelivery: list[Any] = []  # the redelivery timer of this worker's main process
+_redelivery: list[Any] = []  # the timers of this worker's main process
 
 
 @signals.worker_ready.connect
 def _start_redelivery(sender: Any = None, **_: Any) -> None:
-    """Start the redelivery timer (worker/redeliver.py) in the worker's main process; one
-    worker of the fleet runs at a time (a Redis lock)."""
+    """Start the redelivery timer (worker/redeliver.py) and the lost-job timer
+    (worker/rescue.py) in the worker's main process; one worker of the fleet runs each at a
+    time (a Redis lock)."""
     settings = get_settings()
-    if not settings.redeliver_enabled or _redelivery:
+    if _redelivery:
         return
-    from worker.redeliver import RedeliveryTimer
+    if settings.redeliver_enabled:
+        from worker.redeliver import RedeliveryTimer
 
-    timer = RedeliveryTimer(settings, owner=str(getattr(sender, "hostname", "") or "worker"))
-    timer.start()
-    _redelivery.append(timer)
+        timer = RedeliveryTimer(settings, owner=str(getattr(sender, "hostname", "") or "worker"))
+        timer.start()
+        _redelivery.append(timer)
+
+
+    from worker.rescue import RescueTimer
+
+    rescue = RescueTimer(settings, owner=str(getattr(sender, "hostname", "") or "worker"),
+                         publisher=app)
+    rescue.start()
+    _redelivery.append(rescue)
 
 
 @signals.worker_shutdown.connect

@@ -4,9 +4,12 @@
     spider-bot report [--repo OWNER/NAME] [--since DATE] [--html FILE] [--export FILE.jsonl]
 
 The database is SPIDER_DATABASE_URL (default: SQLite in SPIDER_CACHE_DIR), the one the
-workers write. The worker also upgrades the schema itself on its first use of the store;
-the report only reads (it never creates a database). Exit status: 0, 1 when the database
-cannot be read (the cause on one line), 3 when there is nothing to report yet.
+workers write: SQLite or PostgreSQL (any other URL is refused, naming these). The worker
+also upgrades the schema itself on its first use of the store; ``db upgrade`` creates a
+SQLite file only in a folder that exists and names the database it upgraded; the report
+only reads (it never creates a database). Exit status: 0, 1 when the database cannot be
+read or is not supported (the cause on one line, never a traceback), 3 when there is
+nothing to report yet.
 """
 
 from __future__ import annotations
@@ -63,21 +66,30 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _upgrade(url: str) -> int:
+    """Bring the database at ``url`` to the latest revision; say which database it was."""
     from sqlalchemy.exc import ArgumentError, DBAPIError
 
-    from worker.store import Store, cause, upgrade
+    from worker.store import NoDatabase, Store, UnsupportedDatabase, cause, sqlite_path, upgrade
 
+    path = sqlite_path(url)
+    existed = path is not None and path.exists()
     try:
-        store = Store(url, auto_upgrade=False)
+        store = Store(url, auto_upgrade=False, create_folder=False)
+    except (NoDatabase, UnsupportedDatabase) as exc:
+        return _fail(str(exc))
     except ArgumentError as exc:
         return _fail(f"not a database URL ({_shown(url)}): {exc}")
     try:
         upgrade(store.engine, url)
+        revision = store.revision()
     except DBAPIError as exc:
         return _fail(f"database unavailable ({_shown(url)}): {cause(exc)}")
     finally:
         store.close()
-    print("database at the latest revision", file=sys.stderr)
+    where = _shown(url)
+    if path is not None:
+        where = f"{where} (the file {path.resolve()}{'' if existed else ', created'})"
+    print(f"upgraded {where} to revision {revision or 'none'}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -88,12 +100,14 @@ def _report(args: argparse.Namespace, url: str) -> int:
     from sqlalchemy.exc import ArgumentError
 
     from worker import report
-    from worker.store import NoDatabase, Store, StoreUnavailable
+    from worker.store import NoDatabase, Store, StoreUnavailable, UnsupportedDatabase
 
     try:
         store = Store(url, auto_upgrade=False, read_only=True)
     except NoDatabase as exc:
         return _fail(f"{exc}; check --database-url or SPIDER_DATABASE_URL")
+    except UnsupportedDatabase as exc:
+        return _fail(str(exc))
     except ArgumentError as exc:
         return _fail(f"not a database URL ({_shown(url)}): {exc}")
     try:

@@ -2,13 +2,16 @@
 
 Ours is the first comment that starts with the hidden marker and was posted by a bot (this
 app, when GitHub says which app). :func:`publish` creates it or edits it; a create whose
-answer was lost is retried only after looking for the comment again, so a lost answer
-never makes a second comment, and a body is only ever replaced whole (never a broken one).
+answer was lost is retried only after looking for the comment again, and that look waits
+until GitHub can no longer be working on the lost create (:data:`GITHUB_REQUEST_LIMIT_S`
+after it was sent), so a lost answer never makes a second comment; a body is only ever
+replaced whole (never a broken one).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from typing import Literal
 
@@ -17,12 +20,15 @@ from githubkit.versions.latest.models import IssueComment
 from contract.jobs import IssueJob
 from contract.policy import is_bot
 from spider.comment.render import MARKER
-from worker.errors import GitHubRefused, GitHubUnavailable
+from worker.errors import GitHubRefused, GitHubUnanswered, GitHubUnavailable
 from worker.github import GitHubClient, RetryPolicy
 
 log = logging.getLogger(__name__)
 
 Published = Literal["created", "updated", "unchanged"]
+# GitHub ends a request it has not answered in 10 s: a create sent longer ago than this has
+# happened or never will, so looking for the comment after that cannot miss a late one
+GITHUB_REQUEST_LIMIT_S = 10.0
 
 
 class CreateUnanswered(GitHubUnavailable):
@@ -47,16 +53,24 @@ def publish(gh: GitHubClient, policy: RetryPolicy, job: IssueJob, body: str,
     (up to the policy's attempts), each time after looking for the comment again.
 
     Looking again matters when GitHub created a comment but the answer was lost (a 5xx
-    or a timeout): retrying the POST blindly would post a second comment. Listing and
-    editing retry by themselves and are not retried again here.
+    or a timeout): retrying the POST blindly would post a second comment. After a create
+    that got no answer at all (a client timeout shorter than GitHub's own limit), GitHub
+    may still create the comment: the look waits until that create is
+    :data:`GITHUB_REQUEST_LIMIT_S` old. Listing and editing retry by themselves and are not retried again here.
     """
+    unanswered_at: list[float] = []  # when each create that got no answer was sent
 
     def attempt() -> tuple[Published, int]:
+        if unanswered_at:
+            time.sleep(max(0.0, unanswered_at[-1] + GITHUB_REQUEST_LIMIT_S - time.monotonic()))
         ours = find_ours(gh.comments(job.owner, job.name, job.issue_number), app_id)
         if ours is None:
+            sent = time.monotonic()
             try:
                 created = gh.create_comment(job.owner, job.name, job.issue_number, body)
             except GitHubUnavailable as exc:  # created or not: look again before retrying
+                if isinstance(exc, GitHubUnanswered):  # GitHub may still be creating it
+                    unanswered_at.append(sent)
                 raise CreateUnanswered(str(exc)) from exc
             log.info("comment created", extra={"comment_id": created.id})
             return "created", created.id

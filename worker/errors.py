@@ -6,6 +6,7 @@ The tree::
     ├── Delayed                     not a failure: run the job again later (delay_minutes)
     ├── JobTransientError           retry the task later, with backoff
     │   ├── GitHubUnavailable       GitHub answered 5xx, timed out or was unreachable
+    │   │   └── GitHubUnanswered    no answer at all: the request may still be carried out
     │   ├── RateLimited             GitHub asked us to wait (``retry_after`` seconds)
     │   ├── FetchFailed             git fetch failed in a way that may pass (network)
     │   ├── TokenRejected           GitHub answered 401: the installation token was revoked
@@ -52,6 +53,11 @@ class JobTransientError(WorkerError):
 
 class GitHubUnavailable(JobTransientError):
     """GitHub answered 5xx, timed out, or could not be reached."""
+
+
+class GitHubUnanswered(GitHubUnavailable):
+    """No answer at all (a timeout, a dropped connection): GitHub may still be carrying the
+    request out."""
 
 
 class RateLimited(JobTransientError):

@@ -22,7 +22,7 @@ import redis
 from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 
-from contract import logs
+from contract import logs, pending
 from contract.jobs import Job
 from contract.metrics import RECORDER
 from contract.settings import AppSettings
@@ -103,11 +103,25 @@ def run_task(task: Task, kind: TaskKind, d: Deps, job: Job, work: Callable[[Deps
             ended = "failed"
             return given_up
         finally:
+            if ended not in RUNS_AGAIN:
+                _settle(d.redis, str(task.request.id))
             if kind.jobs_metric:
                 RECORDER.count(kind.jobs_metric, ended)
             if kind.seconds_metric:
                 RECORDER.observe(kind.seconds_metric, time.perf_counter() - started)
             RECORDER.flush(d.redis)
+
+
+RUNS_AGAIN = ("retried", "deferred", "delayed")  # a run that published the job again
+
+
+def _settle(client: redis.Redis, task_id: str) -> None:
+    """The job ended: it is no longer pending (contract.pending). Best effort: a record left
+    behind only makes the job run once more, idempotently."""
+    try:
+        pending.settle(client, [task_id])
+    except redis.RedisError as exc:
+        log.warning("ended job not settled: Redis unavailable", extra={"error": type(exc).__name__})
 
 
 def retry_delay(exc: BaseException, retries: int, settings: AppSettings) -> float:

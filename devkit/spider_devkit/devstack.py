@@ -252,6 +252,14 @@ class DevStack:
         proc.wait(timeout=10)
         return pids
 
+    def pids(self, name: str) -> list[int]:
+        """The running process ``name`` (bot, a worker) and its direct children (a worker's
+        pool processes); empty when it is not running."""
+        proc = self._procs.get(name)
+        if proc is None or proc.poll() is not None:
+            return []
+        return [proc.pid, *_children(proc.pid)]
+
     def restart_redis(self, down_s: float = 1.0) -> None:
         """SIGKILL the stack's Redis and start it again after ``down_s`` seconds."""
         if self.redis_server is None:

@@ -13,7 +13,7 @@ from tests.worker.helpers import make_repo
 APP_ID = 4242
 # the public names of spider_devkit.fake_github when it was one module, plus the state class
 PUBLIC = {
-    "HTML_ROOT", "TOKEN_TTL", "Call", "FakeComment", "FakeDelivery", "FakeGitHub", "FakeIssue",
+    "CHAOS_KINDS", "Chaos", "HTML_ROOT", "TOKEN_TTL", "Call", "FakeComment", "FakeDelivery", "FakeGitHub", "FakeIssue",
     "FakePull", "FakeRepo", "GitHubState", "Injection", "files_from_diff",
 }
 
@@ -63,3 +63,27 @@ def test_the_installation_and_an_issues_age_and_assignees_validate_as_githubs(
     assert [a.login for a in parsed.assignees or []] == ["x"] and parsed.created_at.year == 2025
     client = TestClient(fake.app)
     assert client.get("/app/installations/7").status_code == 401  # the app's JWT only
+
+
+def test_chaos_fails_a_share_of_requests_in_every_kind(tmp_path: Path) -> None:
+    from spider_devkit.fake_github import CHAOS_KINDS, Chaos
+
+    fake = FakeGitHub(app_id=APP_ID, public_key_pem="unused: no JWT is checked here")
+    make_repo(tmp_path / "repo")
+    fake.add_repo("acme/httpkit", tmp_path / "repo")
+    token, _ = fake.mint_token()
+    auth = {"authorization": f"token {token}"}
+    client = TestClient(fake.app)
+    fake.set_chaos(Chaos(rate=0.5, kinds=("5xx", "429", "403-secondary"), seed=3))
+    answers = [client.get("/repos/acme/httpkit", headers=auth) for _ in range(200)]
+    failed = [a for a in answers if a.status_code != 200]
+    assert 60 < len(failed) < 140 and sum(fake.chaos_counts.values()) == len(failed)
+    assert {a.status_code for a in failed} <= {429, 403, 502, 503}
+    assert all(a.headers["retry-after"] == "1" for a in failed if a.status_code in (403, 429))
+    assert "secondary rate limit" in next(a for a in failed if a.status_code == 403).json()["message"]
+    fake.set_chaos(Chaos(rate=1.0, kinds=("timeout",), timeout_s=0.01))
+    assert client.get("/repos/acme/httpkit", headers=auth).status_code == 200  # late, real
+    assert fake.chaos_counts["timeout"] == 1 and set(CHAOS_KINDS) >= set(fake.chaos_counts)
+    fake.set_chaos(None)
+    assert all(client.get("/repos/acme/httpkit", headers=auth).status_code == 200
+               for _ in range(20))

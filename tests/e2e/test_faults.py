@@ -297,3 +297,17 @@ def test_logs_hold_no_secret(stack: DevStack) -> None:
 def _clean_injections(stack: DevStack) -> Iterator[None]:
     yield
     stack.fake._injections.clear()
+
+
+def test_a_create_github_carries_out_after_the_client_timed_out_makes_one_comment(
+        stack: DevStack) -> None:
+    """GitHub is slow to create the comment: the client times out (2 s) and GitHub creates
+    it a second later all the same. Looking for it again at once finds nothing and posts a
+    second one; the look waits until GitHub can no longer be working on the lost create."""
+    number = 70
+    stack.fake.inject("POST", f"^/repos/{REPO}/issues/{number}/comments$", None, delay_s=3.0)
+    assert stack.result(open_issue(stack, number), timeout=120)["status"] in ("created",
+                                                                              "unchanged")
+    time.sleep(1.5)  # the late create has landed by now
+    assert_one_full_comment(stack, number)
+    assert len(created(stack, number)) == 1

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from spider.dataset import read_dataset
-from tests.worker.pg import shared_pg_admin  # noqa: F401  (a fixture)
+from tests.worker.pg import pg_url, shared_pg_admin  # noqa: F401  (fixtures)
 from worker import cli
 from worker.report import render_html, rows, table_markdown
 from worker.store import CommentRecord, ScoredFix, Store
@@ -173,3 +173,55 @@ def test_spider_template_dir_overrides_the_report_file_by_file(tmp_path: Path) -
     page = render_html([], [], datetime(2026, 1, 2, tzinfo=UTC), template_dir=tmp_path)
     assert page == "<p>ours 2026-01-02 00:00 UTC 0</p>"
     assert "<h1>" in render_html([], [], template_dir=tmp_path / "none-here")  # the shipped one
+
+
+@pytest.mark.parametrize("command", [["report"], ["db", "upgrade"]])
+@pytest.mark.parametrize("url", ["mysql://root:s3cret@127.0.0.1/spider",
+                                 "oracle://u:s3cret@db/x", "mssql+pyodbc://u:s3cret@dsn"])
+def test_an_unsupported_database_is_refused_with_the_supported_ones(
+        url: str, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--database-url", url, *command]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "s3cret" not in err
+    assert err.startswith("error: unsupported database ")
+    assert "sqlite (sqlite:///PATH)" in err and "postgresql (postgresql+psycopg://" in err
+
+
+def test_a_supported_database_without_its_driver_names_the_one_to_use(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    url = "postgresql+pg8000://u:s3cret@127.0.0.1/x"  # pg8000 is not installed
+    assert cli.main(["--database-url", url, "db", "upgrade"]) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "'pg8000' of postgresql is not installed" in err and "postgresql+psycopg://" in err
+
+
+def test_db_upgrade_at_a_mistyped_sqlite_path_creates_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--database-url", "sqlite:///no/such/dir/x.db", "db", "upgrade"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: no database at no/such/dir/x.db: the folder no/such/dir "
+                          "does not exist") and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []  # no folder, no empty database
+
+
+def test_db_upgrade_creates_only_the_file_and_names_the_database(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["--database-url", "sqlite:///typo.db", "db", "upgrade"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"upgraded sqlite:///typo.db (the file {tmp_path / 'typo.db'}, "
+                          "created) to revision ") and err.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith("typo.db-")] == ["typo.db"]
+    assert cli.main(["--database-url", "sqlite:///typo.db", "db", "upgrade"]) == 0
+    again = capsys.readouterr().err
+    assert "created" not in again and "revision none" not in again
+
+
+def test_db_upgrade_names_the_postgresql_database_without_its_password(
+        pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+    assert cli.main(["--database-url", pg_url, "db", "upgrade"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("upgraded postgresql+psycopg://") and "revision none" not in err
+    assert pg_url.rsplit("/", 1)[1] in err

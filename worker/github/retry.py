@@ -18,7 +18,13 @@ from githubkit.exception import RateLimitExceeded, RequestError, RequestFailed
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from contract.settings import AppSettings
-from worker.errors import GitHubRefused, GitHubUnavailable, RateLimited, TokenRejected
+from worker.errors import (
+    GitHubRefused,
+    GitHubUnanswered,
+    GitHubUnavailable,
+    RateLimited,
+    TokenRejected,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -44,7 +50,7 @@ def translate(exc: Exception) -> Exception:
             return RateLimited(what, DEFAULT_RATE_LIMIT_WAIT_S)  # a limit without a wait
         return GitHubRefused(what, status)
     if isinstance(exc, RequestError):
-        return GitHubUnavailable(f"GitHub unreachable: {type(exc.exc).__name__}")
+        return GitHubUnanswered(f"GitHub unreachable: {type(exc.exc).__name__}")
     return exc
 
 class RetryPolicy:

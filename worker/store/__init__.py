@@ -1,7 +1,18 @@
 """The fix loop's database: SQLAlchemy models, Alembic migrations, the Store."""
 
-from worker.store.db import CommentRecord, NoDatabase, Store, StoreUnavailable, cause, upgrade
+from worker.store.db import (
+    SUPPORTED_DATABASES,
+    CommentRecord,
+    NoDatabase,
+    Store,
+    StoreUnavailable,
+    UnsupportedDatabase,
+    cause,
+    sqlite_path,
+    upgrade,
+)
 from worker.store.models import OUTCOMES, PostedComment, ScoredFix
 
-__all__ = ["OUTCOMES", "CommentRecord", "NoDatabase", "PostedComment", "ScoredFix", "Store",
-           "StoreUnavailable", "cause", "upgrade"]
+__all__ = ["OUTCOMES", "SUPPORTED_DATABASES", "CommentRecord", "NoDatabase", "PostedComment",
+           "ScoredFix", "Store", "StoreUnavailable", "UnsupportedDatabase", "cause",
+           "sqlite_path", "upgrade"]

@@ -7,7 +7,10 @@ Errors: a database that cannot be reached (or drops the connection) raises
 localization job never waits on it (it logs and goes on). Its message names the driver's
 cause in one line (connection refused, authentication failed), never the password. A store
 opened ``read_only`` (the report) never creates anything: a SQLite file or folder that does
-not exist raises :class:`NoDatabase`. Writes are idempotent: a fix is
+not exist raises :class:`NoDatabase`; one opened with ``create_folder=False`` (``spider-bot db
+upgrade``) creates the file only in a folder that exists. A URL of a database other than
+SQLite and PostgreSQL (or whose driver is not installed) raises
+:class:`UnsupportedDatabase`, naming the supported ones. Writes are idempotent: a fix is
 recorded once per ``(repo, issue, pull request)`` whatever the redeliveries.
 """
 
@@ -25,6 +28,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, inspect, select, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -49,6 +53,38 @@ class StoreUnavailable(JobTransientError):
 
 class NoDatabase(JobPermanentError):
     """A read-only store's URL names no database (a SQLite file or its folder is missing)."""
+
+
+class UnsupportedDatabase(JobPermanentError):
+    """The URL names a database (or a driver) the store does not run on."""
+
+
+# backend name -> the URL form it takes; the store's migrations and tests cover these only
+SUPPORTED_DATABASES = {
+    "sqlite": "sqlite:///PATH",
+    "postgresql": "postgresql+psycopg://USER:PASSWORD@HOST:PORT/NAME",
+}
+
+
+def supported_list() -> str:
+    """The supported databases as one phrase, for error messages."""
+    return " or ".join(f"{name} ({form})" for name, form in SUPPORTED_DATABASES.items())
+
+
+def check_supported(url: str) -> None:
+    """Raise UnsupportedDatabase unless ``url`` names a supported database with an
+    installed driver (ArgumentError when it is no URL at all)."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend not in SUPPORTED_DATABASES:
+        raise UnsupportedDatabase(f"unsupported database {backend!r}: spider-bot runs on "
+                                  f"{supported_list()}")
+    try:
+        parsed.get_dialect().import_dbapi()
+    except ImportError as exc:
+        raise UnsupportedDatabase(
+            f"the driver {parsed.get_driver_name()!r} of {backend} is not installed: use "
+            f"{SUPPORTED_DATABASES[backend]}") from exc
 
 
 def cause(exc: BaseException) -> str:
@@ -91,13 +127,18 @@ def sqlite_path(url: str) -> Path | None:
     return Path(path) if path and path != ":memory:" else None
 
 
-def make_engine(url: str, *, read_only: bool = False) -> Engine:
+def make_engine(url: str, *, read_only: bool = False, create_folder: bool = True) -> Engine:
     """An engine with short connect timeouts (and SQLite made safe for two processes).
-    ``read_only``: never create a file or folder; a missing one raises NoDatabase."""
+    ``read_only``: never create a file or folder; a missing one raises NoDatabase.
+    ``create_folder=False``: a SQLite file may be created, its folder must exist.
+    UnsupportedDatabase for a database or driver the store does not run on."""
+    check_supported(url)
     if url.startswith("sqlite"):
         path = sqlite_path(url)
         if read_only and path is not None:
             return _read_only_sqlite(path)
+        if path is not None and not create_folder and not path.parent.is_dir():
+            raise NoDatabase(_no_folder(path))
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_MS / 1000})
@@ -114,12 +155,15 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
 
 
+def _no_folder(path: Path) -> str:
+    return (f"no database at {path}: the folder {path.parent} does not exist (a mistyped URL? "
+            "three slashes and a relative path, four and an absolute one)")
+
+
 def _read_only_sqlite(path: Path) -> Engine:
     """A SQLite file opened read-only (``mode=ro``: SQLite itself refuses to create it)."""
     if not path.parent.is_dir():
-        raise NoDatabase(f"no database at {path}: the folder {path.parent} does not exist "
-                         "(a mistyped URL? three slashes and a relative path, four and an "
-                         "absolute one)")
+        raise NoDatabase(_no_folder(path))
     if not path.is_file():
         raise NoDatabase(f"no database at {path}: no such file (the workers create it when "
                          "they record their first comment; `spider-bot db upgrade` creates "
@@ -149,9 +193,10 @@ def upgrade(engine: Engine, url: str) -> None:
 class Store:
     """The fix loop's records. Thread-safe; the schema is upgraded on first use."""
 
-    def __init__(self, url: str, *, auto_upgrade: bool = True, read_only: bool = False) -> None:
+    def __init__(self, url: str, *, auto_upgrade: bool = True, read_only: bool = False,
+                 create_folder: bool = True) -> None:
         self.url = url
-        self._engine = make_engine(url, read_only=read_only)
+        self._engine = make_engine(url, read_only=read_only, create_folder=create_folder)
         self._sessions = sessionmaker(self._engine, expire_on_commit=False)
         self._auto_upgrade = auto_upgrade
         self._ready = False
@@ -165,6 +210,16 @@ class Store:
     def close(self) -> None:
         """Release the connections."""
         self._engine.dispose()
+
+    def revision(self) -> str | None:
+        """The schema's Alembic revision (None: never upgraded)."""
+        from alembic.runtime.migration import MigrationContext
+
+        try:
+            with self._engine.connect() as conn:
+                return MigrationContext.configure(conn).get_current_revision()
+        except (OperationalError, DBAPIError) as exc:
+            raise StoreUnavailable(f"database unavailable: {cause(exc)}") from exc
 
     def has_schema(self) -> bool:
         """Whether the store's tables exist (a database no worker or upgrade has written to

@@ -7,7 +7,9 @@ against its public key and the installation token on every other call, records e
 request (and every credential it was shown), and can inject failures for the next matching
 requests: any status with any headers (a 500, a 403 secondary rate limit with
 ``retry-after``, a 429 without one), a delay longer than the client's timeout, or a real
-answer that is lost on the way back. File contents are read from the local git repository
+answer that is lost on the way back; and, with :meth:`~GitHubState.set_chaos`, random
+failures (5xx, timeouts, 429 and 403 secondary with ``retry-after``) on a share of every
+request, for soak runs. File contents are read from the local git repository
 registered for each repository.
 
 It also plays GitHub's side of the app's webhook: :meth:`FakeGitHub.send_webhook` signs and
@@ -45,12 +47,14 @@ from spider_devkit.fake_github.records import (
     FakeRepo,
     Injection,
 )
-from spider_devkit.fake_github.state import TOKEN_TTL, GitHubState
+from spider_devkit.fake_github.state import CHAOS_KINDS, TOKEN_TTL, Chaos, GitHubState
 
 __all__ = [
+    "CHAOS_KINDS",
     "HTML_ROOT",
     "TOKEN_TTL",
     "Call",
+    "Chaos",
     "FakeComment",
     "FakeDelivery",
     "FakeGitHub",

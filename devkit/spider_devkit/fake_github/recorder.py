@@ -33,6 +33,9 @@ class Recorder(BaseHTTPMiddleware):
             self.fake.remember_credential(auth)
         inj = self.fake.take_injection(method, path)
         if inj is not None and inj.delay_s:
+            # GitHub has the request before it is slow to answer: read the body now, so a
+            # create or an edit still happens after a client that timed out has gone
+            await request.body()
             await asyncio.sleep(inj.delay_s)
         if inj is not None and inj.status is None:
             inj = None  # a delay only: the real answer follows

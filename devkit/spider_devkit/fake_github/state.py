@@ -3,9 +3,12 @@ requests, inject failures, read what was requested; and the credential checks.""
 
 from __future__ import annotations
 
+import random
 import re
 import secrets
 import time
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,21 @@ FIRST_ID = 1000  # ids of repositories and comments count up from here
 # created "now"); a test of the no-backfill rule sets a later time, or older issues.
 INSTALLED_AT = "2020-01-01T00:00:00Z"
 BEARER = "bearer "
+CHAOS_KINDS = ("5xx", "timeout", "429", "403-secondary")
+
+
+@dataclass(frozen=True)
+class Chaos:
+    """Random failures on a share of every request: ``rate`` of the calls (after explicit
+    injections) fail, each as one of ``kinds`` (drawn evenly): a 502 or 503; a real answer
+    sent only after ``timeout_s`` (past the client's timeout: the change still happens);
+    a 429 or a 403 secondary rate limit, each with ``retry-after: retry_after_s``."""
+
+    rate: float
+    kinds: tuple[str, ...] = CHAOS_KINDS
+    timeout_s: float = 3.0
+    retry_after_s: int = 1
+    seed: int = 0
 
 
 class GitHubState(WebhookSender):
@@ -54,6 +72,9 @@ class GitHubState(WebhookSender):
         self.pulls: dict[tuple[str, int], FakePull] = {}
         self.calls: list[Call] = []
         self._injections: list[Injection] = []
+        self._chaos: Chaos | None = None
+        self._chaos_rng = random.Random(0)
+        self.chaos_counts: Counter[str] = Counter()  # failures chaos injected, by kind
         self._tokens: dict[str, float] = {}
         self._next_id = FIRST_ID
         self.base_url = ""  # set by serve()
@@ -124,6 +145,32 @@ class GitHubState(WebhookSender):
                 method.upper(), re.compile(path_pattern), status, headers or {},
                 body or {"message": f"injected {status}"}, times, apply, delay_s))
 
+    def set_chaos(self, chaos: Chaos | None) -> None:
+        """Fail a random share of all requests from now on (None: stop); see :class:`Chaos`."""
+        with self._lock:
+            self._chaos = chaos
+            self._chaos_rng = random.Random(chaos.seed if chaos else 0)
+
+    def _chaos_injection(self, method: str) -> Injection | None:
+        chaos = self._chaos
+        if chaos is None or self._chaos_rng.random() >= chaos.rate:
+            return None
+        kind = self._chaos_rng.choice(chaos.kinds)
+        self.chaos_counts[kind] += 1
+        wait = {"retry-after": str(chaos.retry_after_s)}
+        any_path = re.compile("")
+        if kind == "timeout":
+            return Injection(method, any_path, None, {}, {}, 1, False, chaos.timeout_s)
+        if kind == "429":
+            return Injection(method, any_path, 429, wait, {"message": "API rate limit exceeded"},
+                             1, False)
+        if kind == "403-secondary":
+            return Injection(method, any_path, 403, wait, {
+                "message": "You have exceeded a secondary rate limit. Please wait a few "
+                           "minutes before you try again."}, 1, False)
+        status = self._chaos_rng.choice((502, 503))
+        return Injection(method, any_path, status, {}, {"message": f"chaos {status}"}, 1, False)
+
     def minted_tokens(self) -> list[str]:
         """Every installation token the fake has handed out."""
         with self._lock:
@@ -192,10 +239,11 @@ class GitHubState(WebhookSender):
         return kind.lower() in ("token", "bearer") and expiry is not None and expiry > time.time()
 
     def take_injection(self, method: str, path: str) -> Injection | None:
-        """The injection to apply to this request, if one matches (used up as it goes)."""
+        """The injection to apply to this request, if one matches (used up as it goes), else
+        maybe one of chaos's random failures."""
         with self._lock:
             for inj in self._injections:
                 if inj.times > 0 and inj.method == method and inj.path.search(path):
                     inj.times -= 1
                     return inj
-        return None
+            return self._chaos_injection(method)
