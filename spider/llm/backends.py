@@ -152,12 +152,10 @@ class OpenAICompatible:
                 model=self.model, temperature=0, **kw
             )
         except openai.BadRequestError:
-            budget.charge(prompt=0, completion=0, cached=0, seconds=time.monotonic() - t0,
-                          failed=True)
+            budget.failed_request(t0)
             raise
         except openai.OpenAIError as exc:
-            budget.charge(prompt=0, completion=0, cached=0, seconds=time.monotonic() - t0,
-                          failed=True)
+            budget.failed_request(t0)
             raise LLMUnavailable(f"{self.settings.llm_base_url}: {type(exc).__name__}") from exc
         usage = getattr(resp, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None)
@@ -252,8 +250,7 @@ class AnthropicBackend:
                 extra_body={"temperature": temperature} if temperature is not None else None,
             )
         except Exception as exc:  # the SDK has already retried; any failure is the same here
-            budget.charge(prompt=0, completion=0, cached=0, seconds=time.monotonic() - t0,
-                          failed=True)
+            budget.failed_request(t0)
             raise LLMUnavailable(f"anthropic: {type(exc).__name__}") from exc
         usage = getattr(msg, "usage", None)
         budget.charge(

@@ -61,6 +61,11 @@ class Budget:
         if self.remaining_s() <= 0:
             raise LLMBudgetExhausted(f"the LLM pass ran its {self.max_seconds:g} s")
 
+    def failed_request(self, started: float) -> None:
+        """Record a request that got no answer (it started at monotonic ``started``)."""
+        self.charge(prompt=0, completion=0, cached=0, seconds=time.monotonic() - started,
+                    failed=True)
+
     def charge(self, *, prompt: int, completion: int, cached: int, seconds: float,
                failed: bool = False) -> None:
         """Record one request (``failed``: it produced no verdict)."""

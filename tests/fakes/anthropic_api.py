@@ -11,8 +11,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.loopback import serve_handler
 
 
 @dataclass
@@ -97,13 +99,6 @@ def _handler(state: FakeAnthropic) -> type[BaseHTTPRequestHandler]:
 def serve_fake_anthropic(state: FakeAnthropic | None = None) -> Iterator[FakeAnthropic]:
     """Run the fake on an ephemeral loopback port for the duration of the block."""
     state = state or FakeAnthropic()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.base_url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serve_handler(_handler(state)) as base_url:
+        state.base_url = base_url
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)

@@ -21,8 +21,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.fakes.loopback import serve_handler
 
 Answer = float | str | int
 
@@ -124,12 +126,6 @@ def _handler(state: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 def serve_fake_openai() -> Iterator[FakeOpenAI]:
     """Serve a fake on a free port; yields its state with ``base_url`` (…/v1) set."""
     state = FakeOpenAI()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with serve_handler(_handler(state)) as base_url:
+        state.base_url = base_url + "/v1"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
