@@ -232,7 +232,7 @@ def start_llm(
     if not settings.active_llm_roles:
         return None
     backend = backend or make_backend(settings)
-    return Judge.start(backend, settings, issue.text[: settings.max_issue_chars], progress)
+    return Judge.start(backend, settings, issue.text, progress)  # every prompt cuts it
 
 
 def read_head(

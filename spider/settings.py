@@ -18,6 +18,7 @@ from spider.errors import InvalidSetting
 SelectorName = Literal["auto", "offline", "anthropic", "llm", "none", "oracle"]
 AUTO = "auto"  # selector/edges/roles: chosen from whether an LLM is configured
 LLMRole = Literal["select", "read"]
+LLM_ROLE_NAMES: tuple[str, str] = ("select", "read")  # the order "both" expands to
 LLMFormat = Literal["auto", "pointwise", "listwise"]
 # The LLM roles that run when ``llm_roles`` is auto, per configured backend. A server
 # (``llm``): only the roles that paid on both dev sets (raised one of R@20/MRR@20 and
@@ -28,7 +29,8 @@ PAYING_ROLES: dict[str, tuple[str, ...]] = {"llm": (), "anthropic": ("select",)}
 FirstStage = Literal["dense", "bm25", "hybrid"]
 EncoderBackend = Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"]
 
-EXPANDABLE_EDGES: frozenset[str] = frozenset({"contains", "invokes"})
+EDGE_NAMES: tuple[str, str] = ("contains", "invokes")  # the order "both" expands to
+EXPANDABLE_EDGES: frozenset[str] = frozenset(EDGE_NAMES)
 # The edges expanded when ``edges`` is auto and an LLM selector judges: the paper's best
 # setting (contains + invokes: Python 0.42 -> 0.60 Recall@20 on SWE-PolyBench). With the
 # offline selector auto means none: its admissions cost recall on the dev set (learning.md).
@@ -116,23 +118,31 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 )
 
 
+def parse_name_set(value: object, names: tuple[str, str], what: str) -> tuple[str, ...]:
+    """A set of two known ``names`` from ``"a,b"`` / ``"a+b"`` / ``"both"`` / ``"none"`` / a
+    list, validated and deduplicated in order (``what`` names one item in errors)."""
+    if isinstance(value, str):
+        items = [v.strip() for v in value.replace("+", ",").split(",") if v.strip()]
+    elif isinstance(value, (list, tuple)):
+        items = [str(v).strip() for v in value]
+    else:
+        raise InvalidSetting(f"{what} {value!r}: expected {', '.join(names)}, both or none")
+    if items == ["both"]:
+        items = list(names)
+    if items == ["none"]:
+        return ()
+    bad = [i for i in items if i not in names]
+    if bad:
+        raise InvalidSetting(
+            f"unknown {what}(s) {bad}: expected {', '.join(names)}, both or none"
+        )
+    return tuple(dict.fromkeys(items))
+
+
 def parse_edges(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """Turn ``"contains,invokes"`` / ``"both"`` / ``"none"`` / a list into a validated edge
     tuple (``"auto"`` is not an edge list: see :func:`parse_edges_setting`)."""
-    if isinstance(value, str):
-        items = [v.strip() for v in value.replace("+", ",").split(",") if v.strip()]
-    else:
-        items = [str(v).strip() for v in value]
-    if items == ["both"]:
-        items = ["contains", "invokes"]
-    if items == ["none"]:
-        return ()
-    bad = [i for i in items if i not in EXPANDABLE_EDGES]
-    if bad:
-        raise InvalidSetting(
-            f"unknown edge type(s) {bad}: expected contains, invokes, both or none"
-        )
-    return tuple(dict.fromkeys(items))
+    return parse_name_set(value, EDGE_NAMES, "edge type")
 
 
 def parse_edges_setting(
@@ -524,6 +534,13 @@ class EngineSettings(BaseSettings):
         return "anthropic" if self.anthropic_api_key is not None else None
 
     @property
+    def llm_model_name(self) -> str:
+        """The model the configured LLM asks (``""`` without one)."""
+        if self.llm_backend == "llm":
+            return self.llm_model.strip()
+        return self.anthropic_model if self.llm_backend == "anthropic" else ""
+
+    @property
     def active_llm_roles(self) -> tuple[str, ...]:
         """The LLM roles that run: the explicit ``llm_roles``, or for ``auto`` the roles
         that paid (:data:`PAYING_ROLES`); none without a configured LLM. The select role
@@ -575,22 +592,15 @@ class EngineSettings(BaseSettings):
 
 
 def parse_roles(value: object) -> tuple[str, ...] | Literal["auto"]:
-    """``llm_roles`` from a comma list (``select,read``), ``both``, ``none`` or ``auto``."""
+    """``llm_roles`` from a comma list (``select,read``), ``both``, ``none`` or ``auto``
+    (case-insensitive)."""
     if isinstance(value, str):
-        low = value.strip().lower()
-        if low == AUTO:
+        value = value.strip().lower()
+        if value == AUTO:
             return AUTO
-        parts = ["select", "read"] if low == "both" else [] if low in ("", "none") else [
-            p.strip() for p in low.split(",") if p.strip()
-        ]
     elif isinstance(value, (list, tuple)):
-        parts = [str(p).strip().lower() for p in value]
-    else:
-        raise InvalidSetting(f"llm_roles {value!r}: give select, read, both, none or auto")
-    unknown = [p for p in parts if p not in ("select", "read")]
-    if unknown:
-        raise InvalidSetting(f"llm_roles: unknown role(s) {', '.join(unknown)} (select, read)")
-    return tuple(dict.fromkeys(parts))
+        value = [str(p).strip().lower() for p in value]
+    return parse_name_set(value, LLM_ROLE_NAMES, "role")
 
 
 def _is_test_glob(glob: str) -> bool:

@@ -193,7 +193,7 @@ def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run:
         app_name=s.app_name,
         shown=run.config.shown,
         partial_updates=updates,
-        llm_pending=_llm_model(settings) if _llm_later(deps, llm_roles, llm_pass, loc) else None,
+        llm_pending=settings.llm_model_name if _llm_later(deps, llm_roles, llm_pass, loc) else None,
     )
     body = render(view, s.template_dir)
     status, comment_id = publish(gh, deps.policy, job, body, s.github_app_id)
@@ -305,11 +305,6 @@ def _llm_later(deps: Deps, roles: tuple[str, ...], llm_pass: bool, loc: Any) -> 
     the worker can queue one."""
     return bool(roles) and not llm_pass and not loc.settings.partial \
         and deps.queue_llm is not None
-
-
-def _llm_model(settings: EngineSettings) -> str:
-    """The model an LLM pass will ask (the comment names it)."""
-    return settings.llm_model if settings.llm_backend == "llm" else settings.anthropic_model
 
 
 def _queue_llm_pass(deps: Deps, job: IssueJob) -> None:

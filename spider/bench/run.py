@@ -86,9 +86,11 @@ def run_instance(
     cfg: BenchConfig,
     repo_path: Path,
     progress: Progress | None = None,
+    llm: Any = None,
 ) -> list[dict[str, Any]]:
     """Index one instance's base commit and query it with each method; prediction rows.
-    ``progress`` hears the indexing's phases (parsing, embedding)."""
+    ``progress`` hears the indexing's phases (parsing, embedding); ``llm`` is the run's LLM
+    backend (:func:`llm_backend`) for the methods that run an LLM role."""
     from spider.index import build_index
     from spider.localize import locate
     from spider.select.oracle import OracleSelector
@@ -127,7 +129,6 @@ def run_instance(
     }
     rows: list[dict[str, Any]] = []
     issue = inst.issue()
-    llm = _llm_backend(cfg, per_method.values())
     for m in methods:
         settings = per_method[m.name]
         selector = None
@@ -167,21 +168,15 @@ def run_instance(
     return rows
 
 
-_LLM_CACHES: dict[Path, Any] = {}
-
-
-def _llm_backend(cfg: BenchConfig, settings: Iterable[EngineSettings]) -> Any:
-    """The run's LLM backend behind its answer store (``OUT/llm-answers.sqlite``), when a
-    method runs an LLM role; None otherwise."""
-    if not any(s.active_llm_roles for s in settings):
+def llm_backend(cfg: BenchConfig) -> Any:
+    """The run's LLM backend behind its answer store (``OUT/llm-answers.sqlite``), made
+    once per run when a method runs an LLM role; None otherwise."""
+    if not any(m.settings(cfg.settings).active_llm_roles for m in cfg.methods):
         return None
-    path = cfg.out / "llm-answers.sqlite"
-    if path not in _LLM_CACHES:
-        from spider.bench.llm_cache import CachedBackend
-        from spider.llm.backends import make_backend
+    from spider.bench.llm_cache import CachedBackend
+    from spider.llm.backends import make_backend
 
-        _LLM_CACHES[path] = CachedBackend(make_backend(cfg.settings), path)
-    return _LLM_CACHES[path]
+    return CachedBackend(make_backend(cfg.settings), cfg.out / "llm-answers.sqlite")
 
 
 def run_benchmark(
@@ -202,6 +197,7 @@ def run_benchmark(
     errors = JsonlWriter(cfg.out / ERRORS)
     total = sum(len(ms) for _, ms in todo)
     runs = 0
+    llm = llm_backend(cfg) if todo else None
     try:
         with terminal_progress(cfg.progress) as progress:
             for inst, methods in todo:
@@ -214,7 +210,7 @@ def run_benchmark(
                     skipped[inst.instance_id] = reason
                     continue
                 try:
-                    rows = run_instance(inst, methods, cfg, path, progress)
+                    rows = run_instance(inst, methods, cfg, path, progress, llm)
                 except (SpiderError, OSError) as exc:  # OSError: the output or a mirror's disk
                     log.error("%s failed: %s", inst.instance_id, exc)
                     errors.write(

@@ -138,7 +138,7 @@ class OpenAICompatible:
                 base_url=s.llm_base_url, api_key=key, timeout=s.llm_timeout_s,
                 max_retries=s.llm_max_retries,
             )
-        self.model = s.llm_model.strip()
+        self.model = s.llm_model_name
 
     def _create(self, budget: Budget, **kw: Any) -> Any:
         """One request under the budget; usage charged whatever happens."""
@@ -159,12 +159,9 @@ class OpenAICompatible:
             raise LLMUnavailable(f"{self.settings.llm_base_url}: {type(exc).__name__}") from exc
         usage = getattr(resp, "usage", None)
         details = getattr(usage, "prompt_tokens_details", None)
-        budget.charge(
-            prompt=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion=int(getattr(usage, "completion_tokens", 0) or 0),
-            cached=int(getattr(details, "cached_tokens", 0) or 0),
-            seconds=time.monotonic() - t0,
-        )
+        budget.answered(t0, getattr(usage, "prompt_tokens", 0),
+                        getattr(usage, "completion_tokens", 0),
+                        getattr(details, "cached_tokens", 0))
         if not getattr(resp, "choices", None):
             raise LLMAnswerInvalid("the server's answer holds no choice")
         return resp
@@ -230,7 +227,7 @@ class AnthropicBackend:
                 api_key=s.anthropic_api_key.get_secret_value(), base_url=s.anthropic_base_url,
                 timeout=s.anthropic_timeout_s, max_retries=s.anthropic_max_retries,
             )
-        self.model = s.anthropic_model
+        self.model = s.anthropic_model  # named even when a server is configured beside it
 
     def yes_no(self, messages: list[dict[str, str]], budget: Budget) -> float:
         """Not available: the Messages API returns no log-probabilities."""
@@ -253,12 +250,9 @@ class AnthropicBackend:
             budget.failed_request(t0)
             raise LLMUnavailable(f"anthropic: {type(exc).__name__}") from exc
         usage = getattr(msg, "usage", None)
-        budget.charge(
-            prompt=int(getattr(usage, "input_tokens", 0) or 0),
-            completion=int(getattr(usage, "output_tokens", 0) or 0),
-            cached=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
-            seconds=time.monotonic() - t0,
-        )
+        budget.answered(t0, getattr(usage, "input_tokens", 0),
+                        getattr(usage, "output_tokens", 0),
+                        getattr(usage, "cache_read_input_tokens", 0))
         text = "".join(
             getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text"
         )

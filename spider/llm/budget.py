@@ -61,6 +61,13 @@ class Budget:
         if self.remaining_s() <= 0:
             raise LLMBudgetExhausted(f"the LLM pass ran its {self.max_seconds:g} s")
 
+    def answered(self, started: float, prompt: object, completion: object,
+                 cached: object) -> None:
+        """Record a request answered with these token counts (as the server reported them:
+        None or missing counts as 0); it started at monotonic ``started``."""
+        self.charge(prompt=int(prompt or 0), completion=int(completion or 0),
+                    cached=int(cached or 0), seconds=time.monotonic() - started)
+
     def failed_request(self, started: float) -> None:
         """Record a request that got no answer (it started at monotonic ``started``)."""
         self.charge(prompt=0, completion=0, cached=0, seconds=time.monotonic() - started,
