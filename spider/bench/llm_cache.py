@@ -15,24 +15,16 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from spider.llm.backends import Backend
-from spider.llm.budget import Budget, Usage
+from spider.llm.budget import Budget
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, answer TEXT NOT NULL, prompt INTEGER, completion INTEGER,
     cached INTEGER, seconds REAL)"""
-
-
-def _spent(before: Usage, after: Usage) -> dict[str, float]:
-    return {
-        "prompt": after.prompt_tokens - before.prompt_tokens,
-        "completion": after.completion_tokens - before.completion_tokens,
-        "cached": after.cached_tokens - before.cached_tokens,
-    }
 
 
 @dataclass
@@ -68,19 +60,20 @@ class CachedBackend:
             ).fetchone()
         if row is not None:
             budget.check()
-            budget.charge(prompt=row[1], completion=row[2], cached=row[3], seconds=row[4])
             budget.started -= row[4]  # the seconds it took the first time count again
+            budget.charge(prompt=row[1], completion=row[2], cached=row[3], seconds=row[4])
             self.hits += 1
             return json.loads(row[0])
-        before = Usage(**vars(budget.usage))
+        before = replace(budget.usage)
         t0 = time.monotonic()
         answer = call()
-        spent = {**_spent(before, budget.usage), "seconds": time.monotonic() - t0}
+        after = budget.usage
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
-                (key, json.dumps(answer), spent["prompt"], spent["completion"],
-                 spent["cached"], spent["seconds"]),
+                (key, json.dumps(answer), after.prompt_tokens - before.prompt_tokens,
+                 after.completion_tokens - before.completion_tokens,
+                 after.cached_tokens - before.cached_tokens, time.monotonic() - t0),
             )
             self._db.commit()
         return answer
