@@ -70,9 +70,14 @@ def test_permanent_errors_end_the_job_without_retry(fake_run: list[object]) -> N
 
 
 def test_transient_errors_stop_after_max_retries(fake_run: list[object]) -> None:
-    fake_run.append(GitHubUnavailable("502"))
-    out = tasks.localize_issue.apply(kwargs=KW, retries=2).get()
-    assert out["status"] == "failed"
+    # max_retries is 2: three failing tries, then the job fails; a fourth try would succeed,
+    # so a cap not enforced (or off by one) shows as "created" and an emptied list.
+    success = Outcome(status="created", comment_id=9)
+    fake_run.extend([GitHubUnavailable("502"), GitHubUnavailable("503"),
+                     GitHubUnavailable("504"), success])
+    out = tasks.localize_issue.apply(kwargs=KW).get()
+    assert out["status"] == "failed" and "GitHubUnavailable: 504" in out["reason"]
+    assert fake_run == [success]  # exactly 1 + max_retries tries
 
 
 def test_task_is_configured_for_reliability() -> None:

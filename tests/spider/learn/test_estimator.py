@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -77,9 +79,20 @@ def test_lambdarank_takes_its_queries_from_groups() -> None:
         LambdaRank(Params(leaves=3, trees=10)).predict(x)
 
 
-def test_every_estimator_has_the_one_shape() -> None:
-    def shape(est: Estimator) -> Estimator:
-        return est
+ESTIMATORS: list[Estimator] = [  # every class in spider.learn with fit/predict (mypy checks
+    Logistic(c=1.0),  # the annotation; this test checks what they do at run time)
+    LambdaRank(Params(leaves=3, trees=5, min_child=5)),
+]
 
+
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
+def test_every_estimator_has_the_one_shape(est: Estimator) -> None:
     x, y = _separable()
-    assert shape(Logistic(c=1.0)).fit(x, y).predict(x).shape == (len(x),)
+    groups = np.repeat(np.arange(len(x) // 20), 20)  # queries of 20 rows (pointwise: unused)
+    params = list(inspect.signature(type(est).fit).parameters.values())
+    assert [p.name for p in params] == ["self", "x", "y", "groups"]
+    assert params[3].default is None  # a pointwise fit is called without groups
+    assert est.fit(x, y, groups=groups) is est  # fit returns the fitted estimator itself
+    scores = est.predict(x)
+    assert isinstance(scores, np.ndarray) and scores.shape == (len(x),)
+    assert scores.dtype.kind == "f" and np.isfinite(scores).all()

@@ -114,3 +114,72 @@ def test_the_cli_defaults_are_the_corpus_defaults_and_load_no_fitting_code() -> 
     assert out.stdout.strip() == (
         "['spider.learn.cli', 'spider.learn.cross_cli', 'spider.learn.delta_cli']"
     )
+
+
+# Each fitting command with the names its body calls: (module, collect, cross_validate,
+# describe or None, fit-on-everything or None, writer or None), the CV report's file name.
+BODIES = {
+    "selector": ("spider.learn.selector", "collect", "cross_validate", "describe_cv",
+                 "fit_chosen", "write_weights", "selector-cv.json"),
+    "head": ("spider.learn.head", "collect", "cross_validate", None, "fit", "write_weights",
+             "head-cv.json"),
+    "calibration": ("spider.learn.calibration", "spider.learn.head:collect", "cross_validate",
+                    "describe", None, "write_calibration", "calibration-cv.json"),
+    "fusion": ("spider.learn.fusion", "collect", "cross_validate", None, None, None,
+               "fusion-cv.json"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", sorted(BODIES))
+def test_every_fitting_command_runs_the_one_body(
+    command: str, dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """collect -> CV -> report file and printout; the model file only with --write-weights,
+    at --weights-file; too few repositories refused (the test above)."""
+    import importlib
+
+    module, collect, cv, describe, fit, write, cv_file = BODIES[command]
+    mod = importlib.import_module(module)
+    calls: list[str] = []
+
+    def fake_collect(rows: list[Instance], resolve: Any, settings: Any, out: Path) -> list[str]:
+        out.mkdir(parents=True, exist_ok=True)
+        calls.append("collect:" + ",".join(r.instance_id for r in rows))
+        return ["rec-a", "rec-b"]
+
+    def fake_cv(data: list[str], *_: Any, **__: Any) -> dict[str, Any]:
+        calls.append("cv")
+        return {"data": data, "C": 1.0, "pool": 10, "margin": 0.5}
+
+    def fake_write(weights: Any, *args: Any, **_: Any) -> None:
+        path = next(a for a in args if isinstance(a, Path))
+        calls.append(f"write:{weights}:{path.name}")
+
+    where, _, name = collect.rpartition(":")
+    monkeypatch.setattr(importlib.import_module(where) if where else mod, name, fake_collect)
+    monkeypatch.setattr(mod, cv, fake_cv)
+    if describe:
+        monkeypatch.setattr(mod, describe, lambda *_a, **_k: "described CV")
+    if fit:
+        monkeypatch.setattr(mod, fit, lambda *_a, **_k: "fitted")
+    if write:
+        monkeypatch.setattr(mod, write, fake_write)
+    if hasattr(mod, "MIN_REPOS"):  # the two-repository dataset suffices for this test
+        monkeypatch.setattr(mod, "MIN_REPOS", 2)
+    out = tmp_path / "o"
+    args = [command, "-d", str(dataset), "-r", str(tmp_path), "-o", str(out)]
+    res = runner.invoke(cli.train_app, args)
+    assert res.exit_code == 0, res.output
+    assert calls == ["collect:a-1,b-2", "cv"]  # nothing written without the flag
+    assert json.loads((out / cv_file).read_text())["data"] == ["rec-a", "rec-b"]
+    assert ("described CV" if describe else '"rec-a"') in res.output
+    if write is None:
+        return
+    calls.clear()
+    target = tmp_path / "model.json"
+    res = runner.invoke(cli.train_app, [*args, "--write-weights", "--weights-file", str(target)])
+    assert res.exit_code == 0, res.output
+    fitted = "fitted" if fit else {"data": ["rec-a", "rec-b"], "C": 1.0, "pool": 10,
+                                   "margin": 0.5}  # fmt: skip
+    assert calls == ["collect:a-1,b-2", "cv", f"write:{fitted}:model.json"]
+    assert f"wrote {target}" in res.output
