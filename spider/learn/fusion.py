@@ -2,8 +2,10 @@
 
     spider train fusion --dataset FILE --repos TEMPLATE --out DIR [--only-repo ...]
 
-Per instance the raw rankings are computed once (dense and BM25 rank of every function,
-file-level BM25 rank, issue-signal strength) and cached in ``DIR/tune-data.npz`` files;
+Per instance the first stage's own rankings are computed once (dense, BM25, file-level
+BM25 and history rank of every function, issue-signal strength) and cached in
+``DIR/<instance>.npz`` files; each grid point is fused by the first stage's formula
+(:func:`spider.retrieve.fusion.fuse`), so the tuning scores what the engine ranks;
 then every grid point is scored on each held-out repository after being chosen on the
 others. The objective is Recall@20 plus half of MRR@20. Only the dev data given is used.
 """
@@ -12,19 +14,21 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from spider.dataset import Instance
 from spider.learn.cv import leave_one_repository_out
-from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
-from spider.retrieve.query import best_cosine, issue_queries
-from spider.retrieve.signals import extract_signals, signal_bonus, signal_scores
+from spider.retrieve.first_stage import Rankable, first_stage
+from spider.retrieve.fusion import FusionWeights, fuse
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, index_instance
+
+if TYPE_CHECKING:
+    from spider.models import Issue
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +38,42 @@ GRID: dict[str, tuple[float, ...]] = {
     "fusion_bm25": (0.5, 1.0, 1.5, 2.0),
     "fusion_signals": (0.0, 0.5, 1.0, 2.0, 3.0, 4.0),
     "fusion_file": (0.0, 0.5, 1.0, 2.0),
-}  # the search space; plain RRF is k=60, 1, 1, 0, 0
+    "fusion_history": (0.0, 1.0),
+}  # the search space; plain RRF is k=60, 1, 1, 0, 0, 0
 MRR_WEIGHT = 0.5  # objective = R@20 + MRR_WEIGHT * MRR@20: recall first, then the head
 K = 20
+
+
+# The rankers a collected row holds, by the first stage's names (FirstStage.ranks), and
+# the file keys they are cached under (older caches have no "rh": history left out).
+RANKERS = {"dense": "rd", "bm25": "rb", "file": "rf", "history": "rh"}
+
+
+def collect_settings(settings: EngineSettings) -> EngineSettings:
+    """``settings`` with every ranker the tuning weighs switched on (their weights do not
+    matter: only the ranks are kept), dense over the whole index (no cold path)."""
+    return settings.model_copy(
+        update={
+            "first_stage": "hybrid",
+            "signals": True,
+            "cold_pool": 0,
+            "fusion_file": settings.fusion_file or 1.0,
+            "fusion_history": (settings.fusion_history or 1.0)
+            if settings.history_commits > 0
+            else 0.0,
+        }
+    )
+
+
+def rankings(index: Rankable, issue: Issue, settings: EngineSettings) -> dict[str, np.ndarray]:
+    """The first stage's own per-ranker ranks of every function for ``issue`` (under
+    :func:`collect_settings`) and its issue-signal strength (``sig``): what :func:`fused`
+    combines, so that the tuning weighs exactly what the first stage ranks."""
+    fs = first_stage(index, issue, collect_settings(settings), learned=False)
+    row = {key: np.asarray(fs.ranks[name]) for name, key in RANKERS.items() if name in fs.ranks}
+    n = len(index.function_ids)
+    row["sig"] = np.zeros(n) if fs.signal is None else np.asarray(fs.signal, dtype=np.float64)
+    return row
 
 
 def collect(
@@ -49,17 +86,9 @@ def collect(
         path = out / f"{inst.instance_id}.npz"
         if not path.exists():
             index, truth, id_map = index_instance(inst, resolve, settings)
-            issue = inst.issue().clipped(settings.max_issue_chars)
-            text = issue.text
-            q = issue_queries(index.encoder(), issue, settings)
-            sig, _ = signal_scores(index.name_table(), extract_signals(text), len(id_map))
-            file_rank = ranks_from_scores(index.file_lexical().scores(text))[index.file_of()]
             np.savez(
                 path,
-                rd=ranks_from_scores(best_cosine(index.vectors(), q)),
-                rb=ranks_from_scores(index.lexical().scores(text)),
-                rf=file_rank,
-                sig=np.asarray(sig, dtype=np.float64),
+                **rankings(index, inst.issue(), settings),
                 gt=np.array([id_map[i] in set(truth) for i in index.function_ids]),
                 ngt=len(truth),
                 repo=inst.repo,
@@ -70,13 +99,11 @@ def collect(
     return rows
 
 
-def fused(x: dict[str, Any], p: dict[str, float]) -> np.ndarray:
-    """The first-stage score of every function under parameters ``p`` (as spider.localize)."""
-    k = int(p["fusion_k"])
-    rrf = reciprocal_rank_fusion(
-        [x["rd"], x["rb"], x["rf"]], [p["fusion_dense"], p["fusion_bm25"], p["fusion_file"]], k
-    )
-    return rrf + signal_bonus(x["sig"], p["fusion_signals"], k)
+def fused(x: Mapping[str, Any], p: Mapping[str, float]) -> np.ndarray:
+    """The first-stage score of every function under parameters ``p`` (``fusion_*``
+    settings): :func:`spider.retrieve.fusion.fuse`, the formula the first stage ranks by."""
+    ranks = {name: x[key] for name, key in RANKERS.items() if key in x}
+    return fuse(ranks, FusionWeights.from_mapping(p), x["sig"])
 
 
 def score(rows: Sequence[dict[str, Any]], p: dict[str, float]) -> dict[str, float]:
@@ -121,6 +148,7 @@ def cross_validate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "fusion_bm25": 1.0,
         "fusion_signals": 0.0,
         "fusion_file": 0.0,
+        "fusion_history": 0.0,
     }
     return {
         "instances": len(rows),

@@ -24,10 +24,10 @@ from spider.models import PartialIndex
 from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.cold import pooled_dense_scores
 from spider.retrieve.dense import Encoder
-from spider.retrieve.fusion import ranks_from_scores, reciprocal_rank_fusion
+from spider.retrieve.fusion import FusionWeights, fuse, ranks_from_scores
 from spider.retrieve.history import FunctionHistory
 from spider.retrieve.query import best_cosine, issue_queries, query_vectors
-from spider.retrieve.signals import NameTable, extract_signals, signal_bonus, signal_scores
+from spider.retrieve.signals import NameTable, extract_signals, signal_scores
 
 if TYPE_CHECKING:
     from spider.models import Issue
@@ -230,31 +230,19 @@ def first_stage(
         scores["bm25"] = index.lexical().scores(text)
         ranks["bm25"] = ranks_from_scores(scores["bm25"])
     file_scores: np.ndarray | None = None
-    if settings.first_stage == "hybrid":
-        lists, weights = [ranks["bm25"]], [settings.fusion_bm25]
-        if "dense" in ranks:
-            lists.append(ranks["dense"])
-            weights.append(settings.fusion_dense)
-        if settings.fusion_file > 0 and len(index.function_ids):
-            file_scores = index.file_lexical().scores(text)
-            file_ranks = ranks_from_scores(file_scores)
-            ranks["file"] = file_ranks[index.file_of()]
-            lists.append(ranks["file"])
-            weights.append(settings.fusion_file)
-        if settings.fusion_history > 0 and len(index.function_ids):
-            said = index.history().scores(text)
-            ranks["history"] = np.where(said > 0, ranks_from_scores(said), 0)
-            # a function no earlier message matches adds nothing (not a rank at the tail)
-            lists.append(np.where(said > 0, ranks["history"], np.inf))
-            weights.append(settings.fusion_history)
-        fused = reciprocal_rank_fusion(lists, weights, settings.fusion_k)
-    else:
-        fused = scores[settings.first_stage].astype(np.float64)
-    use_signals = settings.signals and settings.first_stage == "hybrid" and len(fused) > 0
+    hybrid = settings.first_stage == "hybrid"
+    if hybrid and settings.fusion_file > 0 and len(index.function_ids):
+        file_scores = index.file_lexical().scores(text)
+        ranks["file"] = ranks_from_scores(file_scores)[index.file_of()]
+    if hybrid and settings.fusion_history > 0 and len(index.function_ids):
+        said = index.history().scores(text)
+        # a function no earlier message matches: rank 0, it adds nothing to the fusion
+        ranks["history"] = np.where(said > 0, ranks_from_scores(said), 0)
+    use_signals = settings.signals and hybrid and len(index.function_ids) > 0
     found = extract_signals(text) if use_signals or learned else None
     inputs: FeatureInputs | None = None
     if learned and found is not None:
-        if file_scores is None and settings.first_stage == "hybrid":
+        if file_scores is None and hybrid:
             file_scores = index.file_lexical().scores(text)  # not fused, but a feature
         title = _title_ranks(index, issue.title, ranks, query_adapter, cold)
         inputs = FeatureInputs(title_ranks=title, file_scores=file_scores, frames=len(found.frames))
@@ -263,10 +251,12 @@ def first_stage(
     if use_signals and found is not None:
         sig, evidence = signal_scores(index.name_table(), found, len(index.function_ids))
         sig_arr = np.asarray(sig, dtype=np.float64)
-        has = sig_arr > 0
-        if has.any():
-            fused = fused + signal_bonus(sig_arr, settings.fusion_signals, settings.fusion_k)
-            ranks["signals"] = np.where(has, ranks_from_scores(sig_arr), 0)
+        if (sig_arr > 0).any():
+            ranks["signals"] = np.where(sig_arr > 0, ranks_from_scores(sig_arr), 0)
+    if hybrid:
+        fused = fuse(ranks, FusionWeights.from_settings(settings), sig_arr)
+    else:
+        fused = scores[settings.first_stage].astype(np.float64)
     order = np.argsort(-fused, kind="stable")
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(1, len(order) + 1)
