@@ -147,12 +147,9 @@ def _inputs(fs: FirstStage) -> FeatureInputs:
     return fs.inputs
 
 
-def head_features(
-    index: Index, fs: FirstStage, items: Sequence[int], issue: Issue | None = None
-) -> np.ndarray:
-    """Feature rows (``HEAD_FEATURES`` order) for the function indices ``items`` of ``fs``.
-
-    ``issue`` is not read: ``fs`` carries the issue as ranked and the title's ranks."""
+def head_features(index: Index, fs: FirstStage, items: Sequence[int]) -> np.ndarray:
+    """Feature rows (``HEAD_FEATURES`` order) for the function indices ``items`` of ``fs``
+    (which carries the issue as ranked and the title's ranks)."""
     ids = index.function_ids
     title = _inputs(fs).title_ranks
     n = len(ids)
@@ -218,15 +215,15 @@ def ranker_features(
     index: Index,
     fs: FirstStage,
     items: Sequence[int],
-    issue: Issue,
     *,
     history: bool = True,
 ) -> np.ndarray:
     """Feature rows (``RANKER_FEATURES`` order) for the function indices ``items`` of ``fs``;
     ``history=False`` leaves the :data:`HISTORY_FEATURES` at 0 (a model that never reads
-    them need not read the repository's history)."""
+    them need not read the repository's history; with ``history`` the first stage must have
+    scored it: ``first_stage(..., history=True)``)."""
     items = [int(i) for i in items]
-    head = head_features(index, fs, items, issue)
+    head = head_features(index, fs, items)
     n_items = len(items)
     out = np.zeros((n_items, len(RANKER_FEATURES)), dtype=np.float64)
     out[:, : len(HEAD_FEATURES)] = head
@@ -322,14 +319,22 @@ def ranker_features(
     out[:, col["issue_code_words"]] = math.log1p(len(code_words))
     if history:
         first = col[HISTORY_FEATURES[0]]
-        history_features(index, text, items, out[:, first : first + len(HISTORY_FEATURES)])
+        history_features(index, inputs, items, out[:, first : first + len(HISTORY_FEATURES)])
     return out
 
 
-def history_features(index: Index, query: str, items: Sequence[int], out: np.ndarray) -> None:
-    """Fill ``out`` (rows = ``items``, columns = :data:`HISTORY_FEATURES`) from the index's
-    history: each score as a share of the best function's (file's), counts and ages as
-    log1p. Without any history every function reads as one no commit edited."""
+def history_features(
+    index: Index, inputs: FeatureInputs, items: Sequence[int], out: np.ndarray
+) -> None:
+    """Fill ``out`` (rows = ``items``, columns = :data:`HISTORY_FEATURES`) from the first
+    stage's history scores and the index's history: each score as a share of the best
+    function's (file's), counts and ages as log1p. Without any history every function
+    reads as one no commit edited."""
+    if inputs.history_scores is None:
+        raise FeatureInputsMissing(
+            "this first stage was ranked without history scores: call "
+            "first_stage(..., history=True) before computing history features"
+        )
     hist = index.history()
     col = {name: j for j, name in enumerate(HISTORY_FEATURES)}
     if not hist.commits:  # no history to read (no git, a shallow clone): as if none edited
@@ -340,7 +345,7 @@ def history_features(index: Index, query: str, items: Sequence[int], out: np.nda
     rows = np.asarray(items, dtype=np.int64)
     files = index.file_of()[rows]
     for prefix, level, at in (("", "function", rows), ("file_", "file", files)):
-        scores = hist.scores(query, level)
+        scores = inputs.history_scores[level]
         top = float(scores.max()) if len(scores) else 0.0
         if top > 0:
             out[:, col[f"{prefix}history_share"]] = scores[at] / top

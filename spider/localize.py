@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from spider.cross import rescore, settings_scorer
 from spider.errors import EmptyIssue, LLMError
 from spider.expand import run_expansion
-from spider.features import pool_features
+from spider.features import HISTORY_FEATURES, pool_features
 from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
@@ -44,15 +44,19 @@ def ranked_first_stage(
     """The first stage, re-ordered by the learned model the settings ask for: the pool
     ranker over the top ``ranker_depth`` (``ranker`` or the one the settings name), or the
     head model over the top K (also when no pool model ships). The first stage computes the
-    models' feature inputs only when one of them runs; re-ordering makes a new record."""
-    fs = first_stage(index, issue, settings, learned=settings.reranks)
+    models' feature inputs only when one of them runs (history only for a pool ranker that
+    reads it); re-ordering makes a new record."""
+    if settings.reranks and settings.ranker == "pool":
+        ranker = ranker or settings_ranker(settings)
+    pool = ranker if settings.reranks and settings.ranker == "pool" else None
+    reads_history = pool is not None and pool.reads(HISTORY_FEATURES)
+    fs = first_stage(index, issue, settings, learned=settings.reranks, history=reads_history)
     if not settings.reranks:
         return fs
-    if settings.ranker == "pool":
-        ranker = ranker or settings_ranker(settings)
-    if settings.ranker == "pool" and ranker is not None:
+    if pool is not None:
+        ranker = pool
         depth = min(settings.ranker_depth or ranker.depth, len(fs.order))
-        order, logits = rank_pool(index, fs, issue, ranker, depth)
+        order, logits = rank_pool(index, fs, ranker, depth)
         scorer = settings_scorer(settings)
         digest = custom_digest(ranker)
         if scorer is None:
@@ -61,7 +65,7 @@ def ranked_first_stage(
         return fs.reordered(
             Reordering(order, logits, "pool", depth, scorer.file.digest, read, ranker=digest)
         )
-    order, logits = rerank_with_logits(index, fs, settings.k, issue=issue)
+    order, logits = rerank_with_logits(index, fs, settings.k)
     return fs.reordered(Reordering(order, logits, "head", min(settings.k, len(fs.order))))
 
 

@@ -39,7 +39,6 @@ from spider.weights import SCHEMA_VERSION, read_checked
 
 if TYPE_CHECKING:
     from spider.index import Index
-    from spider.models import Issue
     from spider.retrieve.first_stage import FirstStage
     from spider.settings import EngineSettings
 
@@ -333,7 +332,6 @@ def history_depth(settings: EngineSettings, ranker: PoolRanker | None = None) ->
 def rank_pool(
     index: Index,
     fs: FirstStage,
-    issue: Issue,
     ranker: PoolRanker,
     depth: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -343,9 +341,7 @@ def rank_pool(
     head = fs.order[:depth]
     if len(head) == 0:
         return fs.order, np.zeros(0)
-    rows = ranker_features(
-        index, fs, [int(i) for i in head], issue, history=ranker.reads(HISTORY_FEATURES)
-    )
+    rows = ranker_features(index, fs, [int(i) for i in head], history=ranker.reads(HISTORY_FEATURES))
     scores = ranker.scores(rows)
     by = np.argsort(-scores, kind="stable")
     return np.concatenate([head[by], fs.order[depth:]]), scores[by]

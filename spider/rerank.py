@@ -34,7 +34,6 @@ from spider.weights import load_weights
 
 if TYPE_CHECKING:
     from spider.index import Index
-    from spider.models import Issue
     from spider.retrieve.first_stage import FirstStage
 
 log = logging.getLogger(__name__)
@@ -131,10 +130,9 @@ def rerank_head(
     fs: FirstStage,
     k: int,
     weights: RerankWeights | None = None,
-    issue: Issue | None = None,
 ) -> np.ndarray:
     """``fs.order`` with its first ``k`` items re-sorted by estimated probability of an edit."""
-    return rerank_with_logits(index, fs, k, weights, issue)[0]
+    return rerank_with_logits(index, fs, k, weights)[0]
 
 
 def rerank_with_logits(
@@ -142,14 +140,13 @@ def rerank_with_logits(
     fs: FirstStage,
     k: int,
     weights: RerankWeights | None = None,
-    issue: Issue | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``rerank_head``'s order and the head logits in that new order (best first)."""
     weights = weights or default_weights()
     head = fs.order[:k]
     if len(head) == 0:
         return fs.order, np.zeros(0)
-    logits = weights.logits(head_features(index, fs, [int(i) for i in head], issue))
+    logits = weights.logits(head_features(index, fs, [int(i) for i in head]))
     if len(head) < 2:
         return fs.order, logits
     by = np.argsort(-logits, kind="stable")

@@ -151,7 +151,7 @@ def collect_instance(
     fs = first_stage(index, issue, settings)
     head = [int(i) for i in fs.order[:pool]]
     ids = index.function_ids
-    x = ranker_features(index, fs, head, issue).astype(np.float32)
+    x = ranker_features(index, fs, head).astype(np.float32)
     y = np.array([ids[i] in wanted for i in head], dtype=np.int8)
     pos = index.name_table().index_of
     gold = np.array(sorted(pos[g] for g in wanted if g in pos), dtype=np.int64)

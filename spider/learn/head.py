@@ -58,12 +58,12 @@ def collect(
         if not path.exists():
             index, truth, id_map = index_instance(inst, resolve, plain)
             issue = inst.issue()
-            fs = first_stage(index, issue, plain)
+            fs = first_stage(index, issue, plain, history=False)
             head = [int(i) for i in fs.order[:POOL]]
             wanted = set(truth)
             np.savez(
                 path,
-                x=head_features(index, fs, head, issue),
+                x=head_features(index, fs, head),
                 y=np.array([id_map[index.function_ids[i]] in wanted for i in head]),
                 ngt=len(wanted),
                 repo=inst.repo,

@@ -83,6 +83,9 @@ class FeatureInputs:
     title_ranks: Mapping[str, np.ndarray]  # dense / bm25: 1-based rank for the title alone
     file_scores: np.ndarray | None  # file-level BM25 score per file (hybrid), fused or not
     frames: int  # stack frames in the issue
+    # BM25 of the issue against earlier commits' messages, per "function" and per "file"
+    # (spider.retrieve.history); {} when the index has no history, None when not computed
+    history_scores: Mapping[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,13 +200,15 @@ def first_stage(
     *,
     dense: bool = True,
     learned: bool = True,
+    history: bool = True,
 ) -> FirstStage:
     """Rank every function of the index for the issue with the configured first stage.
 
     ``dense=False`` leaves the dense ranking out (what the cold path pools from).
     ``learned``: also compute what the learned stages' features read (:class:`FeatureInputs`:
-    the title's own ranks, file BM25 when it was not fused); ``spider.localize.locate`` asks for
-    them only when a learned model re-ranks."""
+    the title's own ranks, file BM25 when it was not fused, and with ``history`` the issue's
+    BM25 against earlier commits' messages); ``spider.localize.locate`` asks for them only
+    when a learned model re-ranks, and for history only when that model reads it."""
     issue = issue.clipped(settings.max_issue_chars)
     text = issue.text
     ranks: dict[str, np.ndarray] = {}
@@ -234,6 +239,7 @@ def first_stage(
     if hybrid and settings.fusion_file > 0 and len(index.function_ids):
         file_scores = index.file_lexical().scores(text)
         ranks["file"] = ranks_from_scores(file_scores)[index.file_of()]
+    said: np.ndarray | None = None  # BM25 of the issue against each function's history
     if hybrid and settings.fusion_history > 0 and len(index.function_ids):
         said = index.history().scores(text)
         # a function no earlier message matches: rank 0, it adds nothing to the fusion
@@ -245,7 +251,12 @@ def first_stage(
         if file_scores is None and hybrid:
             file_scores = index.file_lexical().scores(text)  # not fused, but a feature
         title = _title_ranks(index, issue.title, ranks, query_adapter, cold)
-        inputs = FeatureInputs(title_ranks=title, file_scores=file_scores, frames=len(found.frames))
+        inputs = FeatureInputs(
+            title_ranks=title,
+            file_scores=file_scores,
+            frames=len(found.frames),
+            history_scores=_history_scores(index, text, said) if history else None,
+        )
     evidence: dict[int, str] = {}
     sig_arr: np.ndarray | None = None
     if use_signals and found is not None:
@@ -275,6 +286,24 @@ def first_stage(
         query_adapter=query_adapter,
         inputs=inputs,
     )
+
+
+def _history_scores(
+    index: Rankable, text: str, said: np.ndarray | None
+) -> Mapping[str, np.ndarray]:
+    """The issue's BM25 against the earlier commit messages of every function and every
+    file (``said``: the functions' scores when the fusion already computed them); empty
+    when the index has no history."""
+    hist = index.history()
+    if not hist.commits:
+        return MappingProxyType({})
+    out = {
+        "function": said if said is not None else hist.scores(text, "function"),
+        "file": hist.scores(text, "file"),
+    }
+    for arr in out.values():
+        _read_only(arr)
+    return MappingProxyType(out)
 
 
 def _title_ranks(

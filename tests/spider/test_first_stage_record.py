@@ -88,12 +88,12 @@ def test_features_read_the_first_stage_and_never_retrieve(
                      _settings(index, cold_pool=3, cold_always=True)):
         fs = first_stage(index, ISSUE, settings)
         expected = (head_features(index, fs, list(fs.order)),
-                    ranker_features(index, fs, list(fs.order), ISSUE))
+                    ranker_features(index, fs, list(fs.order)))
         with monkeypatch.context() as m:
             for name in ("encoder", "lexical", "file_lexical", "vectors", "vectors_of"):
                 m.setattr(index, name, _forbidden(name))
             again = (head_features(index, fs, list(fs.order)),
-                     ranker_features(index, fs, list(fs.order), ISSUE))
+                     ranker_features(index, fs, list(fs.order)))
         assert all(np.array_equal(a, b) for a, b in zip(expected, again, strict=True))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from spider.errors import FeatureInputsMissing
 from spider.features import HISTORY_FEATURES, RANKER_FEATURES, ranker_features
 from spider.index import Index, build_index
 from spider.localize import locate, read_history
@@ -194,7 +195,7 @@ def test_a_shallow_clone_attaches_nothing_to_its_boundary(
     assert index.history().commits == 0 and not index.history().counts("file").any()
     issue = Issue("Crash", "Loading crashes when the configuration file is empty.")
     fs = first_stage(index, issue, index.settings)
-    x = ranker_features(index, fs, list(range(len(index.function_ids))), issue)
+    x = ranker_features(index, fs, list(range(len(index.function_ids))))
     named = dict(zip(HISTORY_FEATURES, x[0, -len(HISTORY_FEATURES) :], strict=True))
     assert named["history_share"] == 0 and named["log_history_commits"] == 0
     assert named["log_history_age"] == pytest.approx(np.log1p(2000))  # as if none edited
@@ -210,7 +211,7 @@ def test_ranker_features_carry_history_only_when_asked(
     fs = first_stage(index, issue, index.settings)
     items = list(range(len(index.function_ids)))
     cols = [RANKER_FEATURES.index(n) for n in HISTORY_FEATURES]
-    x = ranker_features(index, fs, items, issue)
+    x = ranker_features(index, fs, items)
     row = dict(zip(index.function_ids, x[:, cols], strict=True))
     named = {f: dict(zip(HISTORY_FEATURES, v, strict=True)) for f, v in row.items()}
     load = named["app/config.py:load_config"]
@@ -229,10 +230,43 @@ def test_ranker_features_carry_history_only_when_asked(
     url = named["web/url.js:parseUrl"]
     assert url["history_share"] == 0.0 and url["log_history_commits"] > 0
     assert url["log_history_age"] == pytest.approx(np.log1p(1))
-    off = ranker_features(index, fs, items, issue, history=False)
+    off = ranker_features(index, fs, items, history=False)
     assert not off[:, cols].any()
     others = [j for j in range(len(RANKER_FEATURES)) if j not in cols]
     assert np.array_equal(off[:, others], x[:, others])
+
+
+def test_history_is_scored_once_per_query_by_the_first_stage(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first stage scores the issue against the history once per level (the fusion's
+    function scores reused); the features only read them, and need them asked for."""
+    path, _ = repo
+    index = build_index(GitSource(path, "HEAD"), EngineSettings(cache_dir=tmp_path / "cache"))
+    issue = Issue("Crash", "Loading crashes when the configuration file is empty.")
+    history = index.history()
+    scored: list[str] = []
+    real = history.scores
+
+    def counting(query: str, level: str = "function") -> np.ndarray:
+        scored.append(level)
+        return real(query, level)
+
+    monkeypatch.setattr(history, "scores", counting)
+    fused = index.settings.model_copy(update={"fusion_history": 1.0})
+    fs = first_stage(index, issue, fused)
+    assert sorted(scored) == ["file", "function"]
+    assert fs.inputs is not None and fs.inputs.history_scores is not None
+    items = list(range(len(index.function_ids)))
+    x = ranker_features(index, fs, items)
+    assert sorted(scored) == ["file", "function"]  # the features scored nothing
+    plain = first_stage(index, issue, index.settings)
+    assert np.array_equal(ranker_features(index, plain, items), x)  # fused or not, the same
+    without = first_stage(index, issue, index.settings, history=False)
+    assert without.inputs is not None and without.inputs.history_scores is None
+    with pytest.raises(FeatureInputsMissing, match="history"):
+        ranker_features(index, without, items)
+    assert ranker_features(index, without, items, history=False).shape == x.shape
 
 
 def test_history_joins_the_fusion_on_request(

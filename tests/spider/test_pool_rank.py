@@ -38,7 +38,7 @@ def test_features_read_the_issue_the_graph_and_the_file(index: Index) -> None:
     fs = first_stage(index, ISSUE, index.settings)
     ids = index.function_ids
     items = list(range(len(ids)))
-    x = ranker_features(index, fs, items, ISSUE)
+    x = ranker_features(index, fs, items)
     assert x.shape == (len(ids), len(RANKER_FEATURES)) and np.isfinite(x).all()
     col = {n: j for j, n in enumerate(RANKER_FEATURES)}
     row = {ids[i]: x[r] for r, i in enumerate(items)}
@@ -56,7 +56,7 @@ def test_features_read_the_issue_the_graph_and_the_file(index: Index) -> None:
     assert row["shop/cart.py:Cart.total"][col["class_signal"]] > 0
     assert len({float(v) for v in x[:, col["log_functions"]]}) == 1  # per issue
     # dense ranks are read within the scored pool: the best of any pool is rank 1
-    two = ranker_features(index, fs, [int(i) for i in fs.order[2:4]], ISSUE)
+    two = ranker_features(index, fs, [int(i) for i in fs.order[2:4]])
     assert sorted(np.exp(two[:, col["log_dense_rank"]]).round().tolist()) == [1.0, 2.0]
 
 
@@ -71,10 +71,10 @@ def test_features_read_the_issue_as_the_first_stage_cut_it(index: Index) -> None
     )
     ids = index.function_ids
     col = RANKER_FEATURES.index("name_mentioned")
-    x = ranker_features(index, fs, list(range(len(ids))), long)
+    x = ranker_features(index, fs, list(range(len(ids))))
     assert x[ids.index("shop/pricing.py:format_price"), col] == 0
     whole = first_stage(index, long, index.settings)
-    x = ranker_features(index, whole, list(range(len(ids))), long)
+    x = ranker_features(index, whole, list(range(len(ids))))
     assert x[ids.index("shop/pricing.py:format_price"), col] == 1
 
 
