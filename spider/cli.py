@@ -298,6 +298,9 @@ def locate(
     candidates embedded, as the app does); `spider index PATH` completes it. With
     --format markdown a git checkout's committed tree is ranked, so the permalinks' line
     numbers always match the commit they pin.
+
+    Long because its signature is the command's options (half the lines); the body builds
+    settings, calls the facade and prints.
     """
     fmt = "json" if json_out else fmt
     if fmt not in ("table", "json", "markdown"):
@@ -400,6 +403,9 @@ def hits_table(result: Localization, title: str, width: int) -> Table:
     Everything from the issue or the repository (the title, ids, reasons) passes
     :func:`terminal_safe`: cut (the title to one line, an id to ``MAX_ID_CHARS``), control
     and bidi characters shown as escapes.
+
+    Long because the table's columns are laid out in one place, so that their widths add up to
+    ``width``.
     """
     from spider.ids import shorten_id  # the graph's modules load only when a table is drawn
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -218,109 +219,151 @@ def ranker_features(
     *,
     history: bool = True,
 ) -> np.ndarray:
-    """Feature rows (``RANKER_FEATURES`` order) for the function indices ``items`` of ``fs``;
-    ``history=False`` leaves the :data:`HISTORY_FEATURES` at 0 (a model that never reads
-    them need not read the repository's history; with ``history`` the first stage must have
-    scored it: ``first_stage(..., history=True)``)."""
+    """Feature rows (``RANKER_FEATURES`` order) for the function indices ``items`` of ``fs``:
+    the head features, then one family at a time (shape, words, graph, file, the issue,
+    history). ``history=False`` leaves the :data:`HISTORY_FEATURES` at 0 (a model that never
+    reads them need not read the repository's history; with ``history`` the first stage must
+    have scored it: ``first_stage(..., history=True)``)."""
     items = [int(i) for i in items]
-    head = head_features(index, fs, items)
-    n_items = len(items)
-    out = np.zeros((n_items, len(RANKER_FEATURES)), dtype=np.float64)
-    out[:, : len(HEAD_FEATURES)] = head
-    if not n_items:
+    out = np.zeros((len(items), len(RANKER_FEATURES)), dtype=np.float64)
+    out[:, : len(HEAD_FEATURES)] = head_features(index, fs, items)
+    if not items:
         return out
-    col = {name: j for j, name in enumerate(RANKER_FEATURES)}
-    ids = index.function_ids
-    g = index.graph
-    issue = fs.issue  # the text the first stage ranked (cut at max_issue_chars)
-    text = issue.text
-    words = set(_WORD_RE.findall(text))
-    lower_words = {w.lower() for w in words}
-    _, parts = issue_vocabulary(issue)
-    code_words = {w for w in words if len(w) > 3 and looks_like_code(w)}
-    signal = fs.signal if fs.signal is not None else np.zeros(len(ids))
+    q = _QueryWords.of(fs.issue)  # the text the first stage ranked (cut at max_issue_chars)
+    signal = fs.signal if fs.signal is not None else np.zeros(len(index.function_ids))
+    for r, i in enumerate(items):
+        row = out[r]
+        attrs = index.graph.g.nodes[index.function_ids[i]]
+        _shape_features(row, fs, i, attrs)
+        _word_features(row, q, attrs, index.documents()[i])
+        _graph_features(row, index, index.function_ids[i], signal)
+    _file_features(out, index, fs, items)
+    pool_relative(out)
+    _issue_features(out, index, fs, q)
+    if history:
+        first = _COL[HISTORY_FEATURES[0]]
+        history_features(index, _inputs(fs), items, out[:, first : first + len(HISTORY_FEATURES)])
+    return out
+
+
+_COL = {name: j for j, name in enumerate(RANKER_FEATURES)}  # column of each ranker feature
+
+
+@dataclass(frozen=True)
+class _QueryWords:
+    """The words of one issue the word features compare a function with."""
+
+    text: str
+    words: set[str]  # identifier-shaped words
+    lower_words: set[str]
+    parts: set[str]  # their lower-cased parts (split_identifier), longer than 2
+    code_words: set[str]  # code-shaped words longer than 3
+
+    @classmethod
+    def of(cls, issue: Issue) -> _QueryWords:
+        """The words of ``issue``'s text."""
+        words = set(_WORD_RE.findall(issue.text))
+        _, parts = issue_vocabulary(issue)
+        return cls(
+            text=issue.text,
+            words=words,
+            lower_words={w.lower() for w in words},
+            parts=parts,
+            code_words={w for w in words if len(w) > 3 and looks_like_code(w)},
+        )
+
+
+def _shape_features(row: np.ndarray, fs: FirstStage, i: int, attrs: Mapping[str, Any]) -> None:
+    """What the function is: its cosine, the kind of its strongest signal, dunder, method."""
     raw_d = fs.raw.get("dense")
+    row[_COL["dense_cos"]] = float(raw_d[i]) if raw_d is not None else 0.0
+    kind = fs.evidence.get(i, "").partition(":")[0]
+    if kind in SIGNAL_KINDS:
+        row[_COL[f"signal_{kind}"]] = 1.0
+    name = attrs.get("name", "")
+    short = short_name(name)
+    row[_COL["dunder"]] = float(
+        short.startswith("__") and short.endswith("__") and short != "__init__"
+    )
+    row[_COL["method"]] = float(bool(_scope(name)))
+
+
+def _word_features(row: np.ndarray, q: _QueryWords, attrs: Mapping[str, Any], body: str) -> None:
+    """Which words of the issue its name, class, file and body hold."""
+    name = attrs.get("name", "")
+    short, scope = short_name(name), _scope(name)
+    row[_COL["name_mentioned"]] = float(len(short) > 2 and short in q.words)
+    row[_COL["scope_mentioned"]] = float(len(scope) > 2 and scope in q.words)
+    stem = _file_stem(attrs.get("path", ""))
+    row[_COL["file_mentioned"]] = float(
+        len(stem) > 2
+        and stem.lower() not in ("__init__", "index", "main", "utils")
+        and stem.lower() in q.lower_words
+    )
+    name_parts = {p for p in split_identifier(short) if len(p) > 2}
+    row[_COL["name_overlap"]] = (
+        len(name_parts & q.parts) / len(name_parts) if name_parts else 0.0
+    )
+    held = sum(1 for w in q.code_words if w in body)
+    row[_COL["body_terms"]] = math.log1p(held)
+    row[_COL["body_share"]] = held / len(q.code_words) if q.code_words else 0.0
+
+
+def _graph_features(row: np.ndarray, index: Index, node: str, signal: np.ndarray) -> None:
+    """Where it sits in the graph: callers, callees, the strongest issue signal among its
+    contains/invokes neighbours and among the other functions of its class."""
+    g = index.graph
+    pos = index.name_table().index_of
+    callers = callees = 0
+    near_signal = 0.0
+    for _, v, k in g.g.out_edges(node, keys=True):
+        if k == "invokes":
+            callees += 1
+        if k in ("invokes", "contains") and v in pos:
+            near_signal = max(near_signal, float(signal[pos[v]]))
+    for u, _, k in g.g.in_edges(node, keys=True):
+        if k == "invokes":
+            callers += 1
+        if k in ("invokes", "contains") and u in pos:
+            near_signal = max(near_signal, float(signal[pos[u]]))
+    row[_COL["log_callers"]] = math.log1p(callers)
+    row[_COL["log_callees"]] = math.log1p(callees)
+    row[_COL["neighbour_signal"]] = near_signal
+    parent = _parent_class(g, node)
+    if parent is not None:
+        sibling = [
+            float(signal[pos[v]])
+            for _, v, k in g.g.out_edges(parent, keys=True)
+            if k == "contains" and v != node and v in pos
+        ]
+        row[_COL["class_signal"]] = max(sibling, default=0.0)
+
+
+def _file_features(out: np.ndarray, index: Index, fs: FirstStage, items: Sequence[int]) -> None:
+    """Its file's standing: file BM25 as a share of the best file's, functions of the file
+    in the fused top 20, its size, and the function's fused rank within it."""
     file_of = index.file_of()
-    inputs = _inputs(fs)
-    file_scores = inputs.file_scores
+    file_scores = _inputs(fs).file_scores
     top_file = float(file_scores.max()) if file_scores is not None and len(file_scores) else 0.0
     file_sizes = np.bincount(file_of) if len(file_of) else np.zeros(0, dtype=np.int64)
-    top20 = np.bincount(file_of[fs.order[:20]], minlength=len(file_sizes)) if len(ids) else None
-    pos = index.name_table().index_of
-    documents = index.documents()
-    frames = inputs.frames
-    for r, i in enumerate(items):
-        node = ids[i]
-        attrs = g.g.nodes[node]
-        name = attrs.get("name", "")
-        short = short_name(name)
-        scope = _scope(name)
-        path = attrs.get("path", "")
-        row = out[r]
-        row[col["dense_cos"]] = float(raw_d[i]) if raw_d is not None else 0.0
-        if file_scores is not None and top_file > 0:
-            row[col["file_share"]] = float(file_scores[file_of[i]]) / top_file
-        kind = fs.evidence.get(i, "").partition(":")[0]
-        if kind in SIGNAL_KINDS:
-            row[col[f"signal_{kind}"]] = 1.0
-        row[col["dunder"]] = float(
-            short.startswith("__") and short.endswith("__") and short != "__init__"
-        )
-        row[col["method"]] = float(bool(scope))
-        row[col["name_mentioned"]] = float(len(short) > 2 and short in words)
-        row[col["scope_mentioned"]] = float(len(scope) > 2 and scope in words)
-        stem = _file_stem(path)
-        row[col["file_mentioned"]] = float(
-            len(stem) > 2
-            and stem.lower() not in ("__init__", "index", "main", "utils")
-            and stem.lower() in lower_words
-        )
-        name_parts = {p for p in split_identifier(short) if len(p) > 2}
-        row[col["name_overlap"]] = len(name_parts & parts) / len(name_parts) if name_parts else 0.0
-        body = documents[i]
-        held = sum(1 for w in code_words if w in body)
-        row[col["body_terms"]] = math.log1p(held)
-        row[col["body_share"]] = held / len(code_words) if code_words else 0.0
-        callers = callees = 0
-        near_signal = 0.0
-        for _, v, k in g.g.out_edges(node, keys=True):
-            if k == "invokes":
-                callees += 1
-            if k in ("invokes", "contains") and v in pos:
-                near_signal = max(near_signal, float(signal[pos[v]]))
-        for u, _, k in g.g.in_edges(node, keys=True):
-            if k == "invokes":
-                callers += 1
-            if k in ("invokes", "contains") and u in pos:
-                near_signal = max(near_signal, float(signal[pos[u]]))
-        row[col["log_callers"]] = math.log1p(callers)
-        row[col["log_callees"]] = math.log1p(callees)
-        row[col["neighbour_signal"]] = near_signal
-        parent = _parent_class(g, node)
-        if parent is not None:
-            sibling = [
-                float(signal[pos[v]])
-                for _, v, k in g.g.out_edges(parent, keys=True)
-                if k == "contains" and v != node and v in pos
-            ]
-            row[col["class_signal"]] = max(sibling, default=0.0)
-        f = int(file_of[i])
-        row[col["file_top20"]] = float(top20[f]) if top20 is not None else 0.0
-        row[col["log_file_functions"]] = math.log(max(int(file_sizes[f]), 1))
-    # rank among the functions of the same file, by fused rank
+    top20 = np.bincount(file_of[fs.order[:20]], minlength=len(file_sizes))
     members = {f: np.flatnonzero(file_of == f) for f in {int(file_of[i]) for i in items}}
     for r, i in enumerate(items):
-        m = members[int(file_of[i])]
-        out[r, col["log_rank_in_file"]] = log_rank(1 + int((fs.rank[m] < fs.rank[i]).sum()))
-    pool_relative(out)
-    out[:, col["log_functions"]] = math.log(max(len(ids), 1))
-    out[:, col["log_issue_chars"]] = math.log(max(len(text), 1))
-    out[:, col["issue_frames"]] = float(frames)
-    out[:, col["issue_code_words"]] = math.log1p(len(code_words))
-    if history:
-        first = col[HISTORY_FEATURES[0]]
-        history_features(index, inputs, items, out[:, first : first + len(HISTORY_FEATURES)])
-    return out
+        f = int(file_of[i])
+        if file_scores is not None and top_file > 0:
+            out[r, _COL["file_share"]] = float(file_scores[f]) / top_file
+        out[r, _COL["file_top20"]] = float(top20[f])
+        out[r, _COL["log_file_functions"]] = math.log(max(int(file_sizes[f]), 1))
+        m = members[f]
+        out[r, _COL["log_rank_in_file"]] = log_rank(1 + int((fs.rank[m] < fs.rank[i]).sum()))
+
+
+def _issue_features(out: np.ndarray, index: Index, fs: FirstStage, q: _QueryWords) -> None:
+    """The per-issue constants every row carries (so the trees can condition on them)."""
+    out[:, _COL["log_functions"]] = math.log(max(len(index.function_ids), 1))
+    out[:, _COL["log_issue_chars"]] = math.log(max(len(q.text), 1))
+    out[:, _COL["issue_frames"]] = float(_inputs(fs).frames)
+    out[:, _COL["issue_code_words"]] = math.log1p(len(q.code_words))
 
 
 def history_features(

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from spider.cross import rescore, settings_scorer
 from spider.errors import EmptyIssue, LLMError
-from spider.expand import run_expansion
+from spider.expand import Expansion, run_expansion
 from spider.features import HISTORY_FEATURES, pool_features
 from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
@@ -309,6 +312,178 @@ def kept_named(
     return set(sorted(found, key=lambda c: int(fs.rank[at[c]]))[:MAX_KEPT_NAMED])
 
 
+@dataclass(frozen=True)
+class Ranked:
+    """What the rank step hands on: the (re-)ranked first stage, its top ``pool`` as ids
+    (after the LLM reader, when it ran) with their positions, scores and shown ranks."""
+
+    fs: FirstStage
+    head: np.ndarray  # function indices of the top max(pool, K), best first
+    ranked: list[str]  # their ids, in the order expansion reads them
+    pos: dict[str, int]  # id -> function index
+    score_of: dict[str, float]  # id -> first-stage score
+    shown: dict[str, int]  # id -> 1-based rank as ranked
+    raised: dict[str, int] = field(default_factory=dict)  # id -> rank the reader gave it
+    read: int = 0  # how many items the reader read
+
+
+def rank(
+    index: Index,
+    issue: Issue,
+    settings: EngineSettings,
+    ranker: PoolRanker | None,
+    judge: Judge | None,
+) -> Ranked:
+    """Rank: the first stage, re-ordered by the learned model, its head re-read by the LLM
+    when that role is on."""
+    fs = ranked_first_stage(index, issue, settings, ranker=ranker)
+    ids = index.function_ids
+    head = fs.order[: max(settings.pool, settings.k)]
+    ranked = [ids[i] for i in head]
+    raised: dict[str, int] = {}
+    read = 0
+    if judge is not None and "read" in settings.active_llm_roles:
+        ranked, raised, read = read_head(index, judge, ranked, settings.llm_read_depth)
+    return Ranked(
+        fs=fs,
+        head=head,
+        ranked=ranked,
+        pos={ids[i]: int(i) for i in head},
+        score_of={ids[i]: float(fs.scores[i]) for i in head},
+        shown={ids[i]: r for r, i in enumerate(head, start=1)},
+        raised=raised,
+        read=read,
+    )
+
+
+def expand(
+    index: Index, r: Ranked, settings: EngineSettings, selector: Selector
+) -> tuple[Expansion, list[str], dict[str, list[str]]]:
+    """Expand: SpIDER's stages 1-3 over the ranked list, placement by probability, then the
+    one tidy pass. Returns the expansion, the final K ids and what each listed id folded."""
+    fs, ids = r.fs, index.function_ids
+    issue = fs.issue
+    exp = run_expansion(
+        index.graph, issue, r.ranked, r.score_of, settings, selector,
+        pool_features(fs, ids, len(r.head)),
+    )  # fmt: skip
+    final = exp.final
+    if exp.placed and settings.placement == "probability" and isinstance(selector, OfflineSelector):
+        final = selector.place(final, exp.placed, exp.requests, r.shown)
+    evidence = {ids[i]: ev for i, ev in fs.evidence.items()}
+    folded: dict[str, list[str]] = {}
+    named = kept_named(fs, index.name_table(), ids, evidence, final, issue.text, settings)
+    final = tidy_list(
+        final,
+        r.ranked,
+        index.graph,
+        issue.text,
+        evidence,
+        k=settings.k,
+        demote_paths=settings.demote_paths,
+        fold=settings.fold_nested,
+        named=named,
+        first_rank={ids[i]: int(fs.rank[i]) for i in r.head} if named else None,
+        folded=folded,
+    )
+    return exp, final, folded
+
+
+def hit_reasons(
+    index: Index,
+    r: Ranked,
+    node_id: str,
+    adm: Admission | None,
+    *,
+    recall_history: bool,
+    reader: str | None,
+    folded: Sequence[str],
+) -> list[Reason]:
+    """Why ``node_id`` is listed, most telling first: its admission by expansion, the
+    issue's evidence, shared words, close wording, an earlier commit that said the same
+    (``recall_history``), the LLM reader (``reader``: its model) raising it, what it folded,
+    and the ranker's own reason last."""
+    fs, idx = r.fs, r.pos[node_id]
+    text = fs.issue.text
+    reasons: list[Reason] = []
+    if adm is not None:
+        reasons.append(
+            Reason(kind="expand", centre=adm.centre, edge=adm.edge, hops=adm.hops,
+                   relation=relation(index.graph, adm))
+        )  # fmt: skip
+    ev = fs.evidence.get(idx)
+    if ev is not None:
+        reasons.append(evidence_reason(ev))
+    if "bm25" in fs.ranks:
+        name = index.graph.g.nodes[node_id].get("name", "")
+        terms = index.lexical().matched_terms(text, index.documents()[idx], MAX_TERMS, name=name)
+        if terms:
+            reasons.append(Reason(kind="terms", detail=", ".join(terms)))
+    if "dense" in fs.ranks and int(fs.ranks["dense"][idx]) <= CLOSE_WORDING_RANK:
+        reasons.append(Reason(kind="wording", rank=int(fs.ranks["dense"][idx])))
+    if recall_history and (said := index.history().recalled(idx, text)):
+        reasons.append(Reason(kind="history", detail=said))
+    if node_id in r.raised and reader is not None:
+        reasons.append(Reason(kind="read", rank=r.raised[node_id], detail=reader))
+    reasons.extend(folded_reasons(node_id, folded))
+    reasons.append(first_stage_reason(fs, idx, r.shown[node_id], r.score_of[node_id]))
+    return reasons
+
+
+def explain(
+    index: Index,
+    r: Ranked,
+    exp: Expansion,
+    final: Sequence[str],
+    folded: Mapping[str, Sequence[str]],
+    *,
+    recall_history: bool,
+    reader: str | None,
+) -> list[Hit]:
+    """Explain: each listed function as a hit with its reasons (:func:`hit_reasons`), then
+    the relations between listed functions."""
+    g = index.graph.g
+    hits: list[Hit] = []
+    for node_id in final:
+        a = g.nodes[node_id]
+        reasons = hit_reasons(
+            index, r, node_id, exp.placed.get(node_id), recall_history=recall_history,
+            reader=reader, folded=folded.get(node_id, ()),
+        )  # fmt: skip
+        hits.append(
+            Hit(
+                id=node_id,
+                path=a.get("path", ""),
+                name=display_name(a.get("path", ""), a.get("name", "")),
+                start_line=int(a.get("start_line", 0)),
+                end_line=int(a.get("end_line", 0)),
+                score=r.score_of[node_id],
+                reasons=reasons,
+            )
+        )
+    add_relations(index.graph, hits)
+    return hits
+
+
+def run_settings(
+    index: Index, settings: EngineSettings, selector: Selector, fs: FirstStage
+) -> RunSettings:
+    """The record of what ranked this list (``Localization.settings``)."""
+    return RunSettings.of(
+        settings,
+        selector=selector.name,
+        query_texts=fs.query_texts,
+        query_adapter=fs.query_adapter,
+        rerank=fs.ranked_by,
+        ranked_depth=fs.ranked_depth,
+        partial=fs.partial,
+        encoder_delta=_delta_digest(index) if fs.query_texts else "",
+        cross_encoder=fs.reordering.cross if fs.reordering else "",
+        cross_depth=fs.reordering.cross_depth if fs.reordering else 0,
+        ranker_file=fs.reordering.ranker if fs.reordering else "",
+    )
+
+
 def locate(
     index: Index,
     issue: Issue,
@@ -319,7 +494,8 @@ def locate(
     llm: Backend | None = None,
     progress: Progress | None = None,
 ) -> Localization:
-    """The K functions most likely to need an edit for ``issue``, each with its reasons.
+    """The K functions most likely to need an edit for ``issue``, each with its reasons:
+    :func:`rank`, then :func:`expand`, then :func:`explain`.
 
     ``ranker`` replaces the pool ranker the settings name (tests, the training's
     evaluation); ``llm`` the LLM backend they name. When an LLM role is on, the model
@@ -334,116 +510,25 @@ def locate(
     if settings.ranker == "pool":
         ranker = ranker or settings_ranker(settings)  # resolved once for every step below
     t0 = time.perf_counter()
-    fs = ranked_first_stage(index, issue, settings, ranker=ranker)
-    issue = fs.issue or issue  # cut at max_issue_chars once, by the first stage
+    r = rank(index, issue, settings, ranker, judge)
     t1 = time.perf_counter()
-    ids = index.function_ids
-    pool_n = max(settings.pool, settings.k)
-    head = fs.order[:pool_n]
-    ranked = [ids[i] for i in head]
-    pos = {ids[i]: int(i) for i in head}
-    score_of = {ids[i]: float(fs.scores[i]) for i in head}
-    shown = {ids[i]: r for r, i in enumerate(head, start=1)}
-    raised: dict[str, int] = {}
-    read = 0
-    if judge is not None and "read" in settings.active_llm_roles:
-        ranked, raised, read = read_head(index, judge, ranked, settings.llm_read_depth)
     failed_before = selector.failures
-    exp = run_expansion(
-        index.graph, issue, ranked, score_of, settings, selector, pool_features(fs, ids, pool_n)
-    )
-    final = exp.final
-    if exp.placed and settings.placement == "probability" and isinstance(selector, OfflineSelector):
-        final = selector.place(final, exp.placed, exp.requests, shown)
-    evidence = {ids[i]: ev for i, ev in fs.evidence.items()}
-    folded: dict[str, list[str]] = {}
-    named = kept_named(fs, index.name_table(), ids, evidence, final, issue.text, settings)
-    final = tidy_list(
-        final,
-        ranked,
-        index.graph,
-        issue.text,
-        evidence,
-        k=settings.k,
-        demote_paths=settings.demote_paths,
-        fold=settings.fold_nested,
-        named=named,
-        first_rank={ids[i]: int(fs.rank[i]) for i in head} if named else None,
-        folded=folded,
-    )
+    exp, final, folded = expand(index, r, settings, selector)
     t2 = time.perf_counter()
-    hits: list[Hit] = []
-    g = index.graph.g
-    recall_history = read_history(fs, settings, ranker)
-    text = issue.text
-    documents = index.documents()
-    for node_id in final:
-        a = g.nodes[node_id]
-        reasons: list[Reason] = []
-        adm = exp.placed.get(node_id)
-        if adm is not None:
-            reasons.append(
-                Reason(
-                    kind="expand",
-                    centre=adm.centre,
-                    edge=adm.edge,
-                    hops=adm.hops,
-                    relation=relation(index.graph, adm),
-                )
-            )
-        idx = pos[node_id]
-        ev = fs.evidence.get(idx)
-        if ev is not None:
-            reasons.append(evidence_reason(ev))
-        if "bm25" in fs.ranks:
-            terms = index.lexical().matched_terms(
-                text, documents[idx], MAX_TERMS, name=a.get("name", "")
-            )
-            if terms:
-                reasons.append(Reason(kind="terms", detail=", ".join(terms)))
-        if "dense" in fs.ranks and int(fs.ranks["dense"][idx]) <= CLOSE_WORDING_RANK:
-            reasons.append(Reason(kind="wording", rank=int(fs.ranks["dense"][idx])))
-        if recall_history and (said := index.history().recalled(idx, text)):
-            reasons.append(Reason(kind="history", detail=said))
-        if node_id in raised and judge is not None:
-            reasons.append(Reason(kind="read", rank=raised[node_id], detail=judge.backend.model))
-        reasons.extend(folded_reasons(node_id, folded.get(node_id, ())))
-        reasons.append(first_stage_reason(fs, idx, shown[node_id], score_of[node_id]))
-        hits.append(
-            Hit(
-                id=node_id,
-                path=a.get("path", ""),
-                name=display_name(a.get("path", ""), a.get("name", "")),
-                start_line=int(a.get("start_line", 0)),
-                end_line=int(a.get("end_line", 0)),
-                score=score_of[node_id],
-                reasons=reasons,
-            )
-        )
-    add_relations(index.graph, hits)
-    timings = {"first_stage": t1 - t0, "expansion": t2 - t1, "total": t2 - t0}
+    hits = explain(
+        index, r, exp, final, folded, recall_history=read_history(r.fs, settings, ranker),
+        reader=judge.backend.model if judge is not None else None,
+    )  # fmt: skip
     return Localization(
         commit=index.commit,
         hits=hits,
-        settings=RunSettings.of(
-            settings,
-            selector=selector.name,
-            query_texts=fs.query_texts,
-            query_adapter=fs.query_adapter,
-            rerank=fs.ranked_by,
-            ranked_depth=fs.ranked_depth,
-            partial=fs.partial,
-            encoder_delta=_delta_digest(index) if fs.query_texts else "",
-            cross_encoder=fs.reordering.cross if fs.reordering else "",
-            cross_depth=fs.reordering.cross_depth if fs.reordering else 0,
-            ranker_file=fs.reordering.ranker if fs.reordering else "",
-        ),
-        timings=timings,
+        settings=run_settings(index, settings, selector, r.fs),
+        timings={"first_stage": t1 - t0, "expansion": t2 - t1, "total": t2 - t0},
         expansion=exp.centres,
         selector_calls=len(exp.requests),
         selector_failures=selector.failures - failed_before,
-        confidence=confidence(fs, ranker),
-        llm=llm_record(judge, read, len(raised)) if judge is not None else None,
+        confidence=confidence(r.fs, ranker),
+        llm=llm_record(judge, r.read, len(r.raised)) if judge is not None else None,
         links=list_links(index.graph, final, exp.placed),
     )
 
@@ -455,14 +540,20 @@ def _delta_digest(index: Index) -> str:
 
 
 __all__ = [
+    "Ranked",
     "add_relations",
     "evidence_reason",
+    "expand",
+    "explain",
     "first_stage_reason",
+    "hit_reasons",
     "list_links",
     "llm_record",
     "locate",
+    "rank",
     "ranked_first_stage",
     "read_head",
     "related_reasons",
+    "run_settings",
     "start_llm",
 ]

@@ -482,7 +482,9 @@ class Localization:
     links: list[Link] = field(default_factory=list)  # edges between listed functions
 
     def method(self) -> str:
-        """What ran for this list, in words, from the settings and counts the engine recorded."""
+        """What ran for this list, in words, from the settings and counts the engine recorded.
+
+        Long because it is one sentence assembled clause by clause, each clause one setting."""
         s = self.settings
         windows = s.query_texts
         dense = "dense retrieval" + (f" over {windows} windows of the issue" if windows > 1 else "")

@@ -181,7 +181,9 @@ def fold_nested(
     survivor -> the functions it stands for. A method or an object literal's member
     defined inside a function (the graph's ``member``: a factory returning an object of
     functions) and the functions of a module-sized anonymous export (a dayjs plugin,
-    :func:`module_export`) are items of their own, never folded."""
+    :func:`module_export`) are items of their own, never folded.
+
+    Long because its two helpers are closures over one memo (``helpers_of``) and the graph."""
     helpers_of: dict[str, bool] = {}
 
     def holds_helpers(outer: str) -> bool:

@@ -177,7 +177,10 @@ def history(
     warm: WarmOpt = True,
     progress: ProgressOpt = True,
 ) -> None:
-    """Mine fix commits of REPO_PATH into OUT/dataset.jsonl, then benchmark them."""
+    """Mine fix commits of REPO_PATH into OUT/dataset.jsonl, then benchmark them.
+
+    Long because its signature is the command's options; the body only builds the run and calls
+    :func:`mine_history` and the bench."""
     try:
         methods = parse_methods(method)
         settings = engine_settings(k, cache_dir)

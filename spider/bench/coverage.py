@@ -292,7 +292,10 @@ def _parse(spec: LanguageSpec, data: bytes, parsers: dict[str, Parser]) -> Tree:
 def measure_instance(
     inst: Instance, source: GitSource, settings: EngineSettings, report: CoverageReport
 ) -> None:
-    """Add one instance's hunks to ``report``."""
+    """Add one instance's hunks to ``report``.
+
+    Long because one hunk walk classifies every way a hunk can miss a function node (no parser,
+    excluded file, outside any definition), each a counter of the report."""
     files = parse_patch(inst.patch or "")
     listing = source.files()
     headers_are_cpp = has_cpp_sources([f.path for f in listing])

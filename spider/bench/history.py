@@ -125,6 +125,9 @@ def mine_history(
     """Fix commits of ``repo`` as benchmark instances (newest first).
 
     ``graph_builder`` defaults to :func:`spider.graph.build_graph`.
+
+    Long because its signature carries the miner's filters; the body is one pass over the
+    commits.
     """
     if graph_builder is None:
         from spider.graph import build_graph as graph_builder

@@ -90,7 +90,10 @@ def run_instance(
 ) -> list[dict[str, Any]]:
     """Index one instance's base commit and query it with each method; prediction rows.
     ``progress`` hears the indexing's phases (parsing, embedding); ``llm`` is the run's LLM
-    backend (:func:`llm_backend`) for the methods that run an LLM role."""
+    backend (:func:`llm_backend`) for the methods that run an LLM role.
+
+    Long because it is the bench's per-instance loop: index, time, query each method, record a
+    row; a split would hand the timings and the row fields between steps."""
     from spider.index import build_index
     from spider.localize import locate
     from spider.select.oracle import OracleSelector

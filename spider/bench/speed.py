@@ -124,7 +124,10 @@ def measure_speed(
     hook: str | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> SpeedRun:
-    """Measure one repository commit (see the module docstring); ``work`` holds the caches."""
+    """Measure one repository commit (see the module docstring); ``work`` holds the caches.
+
+    Long because it is a linear script of timed phases (cold, warm, pushed), each timing read
+    right after its step."""
     from spider.index import build_index
     from spider.localize import locate
     from spider.retrieve.dense import Encoder, settings_delta

@@ -182,6 +182,9 @@ def build_view(
     show evidence (the commit, the method, how much of the issue was read, each item's
     ranks, a partial index), not settings or seconds: ``extra_settings`` and ``timings``
     are accepted from callers that still pass them and not shown.
+
+    Long because its signature is the view's inputs (the worker's and the CLI's options); the
+    body fills one view model.
     """
     del extra_settings, timings  # settings and seconds are no evidence for the reader
     sha = loc.commit or ""

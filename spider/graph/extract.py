@@ -421,6 +421,9 @@ def _role(keys: list[str]) -> tuple[int, str]:
 def _collect(
     tree: Tree, query: Query, data: bytes
 ) -> tuple[list[_Item], list[_Ref], list[ImportRef], list[str]]:
+    """One tree-sitter query pass: definitions, references, imports and packages by capture name.
+
+    Long because every capture kind is dispatched in one loop over the query's matches (a match carries captures of several kinds)."""
     items: list[_Item] = []
     by_node: dict[tuple[int, int], int] = {}
     refs: list[_Ref] = []
@@ -612,7 +615,10 @@ def _def_index(items: list[_Item]) -> dict[int, int]:
 
 
 def _qualify(items: list[_Item], outline: FileOutline, data: bytes) -> None:
-    """Give every definition its qualified name, node parent and member facts."""
+    """Give every definition its qualified name, node parent and member facts.
+
+    Long because the pre-pass (class names for owners written before the class) and the main
+    pass share their indices; apart they would rebuild them."""
     n = len(items)
     # Pre-pass: structural qualified names of classes, for owners written before the class.
     pre_prefix: list[tuple[str, ...]] = [()] * n

@@ -284,7 +284,10 @@ def ranker(
     ] = None,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it
-    (spider/pool_ranker.json)."""
+    (spider/pool_ranker.json).
+
+    Long because the fitting logic still lives in the command (options, CV, dev evidence,
+    writing): issue 40's `run(config) -> FitResult` moves it into :mod:`spider.learn.ranker`."""
     import dataclasses
 
     from spider.learn import ranker as fitting
@@ -425,7 +428,10 @@ def selector(
     weights_file: WeightsFileOpt = None,
 ) -> None:
     """Fit the offline neighbour selector (spider/select/offline_weights.json): the
-    admission margin by the η > τ rule under leave-one-repository-out CV."""
+    admission margin by the η > τ rule under leave-one-repository-out CV.
+
+    Long because its signature is the command's options (a third of the lines) and the --corpus
+    form chooses its rows here."""
     from spider.learn import selector as fitting
     from spider.learn.corpus import (
         BENCHMARK_REPOS,

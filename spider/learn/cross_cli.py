@@ -81,7 +81,11 @@ def cross(
     progress: ProgressOpt = True,
 ) -> None:
     """Train the cross-encoder (LoRA on the bundled MiniLM and a head) on the corpus's
-    pools; write its file (WORK/cross_encoder.npz, or the shipped file)."""
+    pools; write its file (WORK/cross_encoder.npz, or the shipped file).
+
+    Long because the fitting logic still lives in the command (ranker refit, holdout, training,
+    provenance, writing): issue 40's `run(config) -> FitResult` moves it into
+    :mod:`spider.learn.cross_tune`."""
     from spider.cpu import has_native_bf16
     from spider.cross import CROSS_FILE
     from spider.learn.corpus import read_corpus

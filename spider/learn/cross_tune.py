@@ -351,7 +351,10 @@ def train(
 ) -> tuple[CrossModel, CrossResult]:
     """Train (or resume) the cross-encoder on ``groups``, validating on ``held``.
 
-    ``budget_s`` stops after that many seconds at a checkpoint (run again to go on)."""
+    ``budget_s`` stops after that many seconds at a checkpoint (run again to go on).
+
+    Long because it is the resumable training loop (checkpoint, budget, curve); issue 40 shares
+    one loop between the cross-encoder and the delta."""
     torch = _torch()
     teach = [g for g in groups if g.positives and g.negatives]
     if len(teach) < cfg.batch:

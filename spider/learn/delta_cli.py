@@ -105,7 +105,10 @@ def pairs(
 ) -> None:
     """Write code-text pairs (docstring or comment -> the function without it), commit
     pairs (a mined fix commit's message or changelog line -> each function it edits) and
-    issue pairs (issue -> each function its fix edits), with hard negatives, into OUT."""
+    issue pairs (issue -> each function its fix edits), with hard negatives, into OUT.
+
+    Long because the mining logic still lives in the command: issue 40's `run(config)` moves it
+    into :mod:`spider.learn.pairs`."""
     from spider.dataset import read_dataset
     from spider.learn.excluded import excluded_repos
     from spider.learn.pairs import (
@@ -232,7 +235,11 @@ def delta(
     progress: ProgressOpt = True,
 ) -> None:
     """Tune both sides of the bundled encoder (LoRA) on the pairs: code-text first, then
-    issues; write the delta (WORK/encoder_delta.npz, or the shipped file)."""
+    issues; write the delta (WORK/encoder_delta.npz, or the shipped file).
+
+    Long because the fitting logic still lives in the command (two phases, holdout, provenance,
+    writing): issue 40's `run(config) -> FitResult` moves it into
+    :mod:`spider.learn.encoder_tune`."""
     from spider.cpu import has_native_bf16
     from spider.learn.encoder_tune import TuneConfig, tune, write_delta
     from spider.learn.excluded import excluded_repos

@@ -375,7 +375,10 @@ def tune(
 ) -> tuple[Any, TuneResult]:
     """Train (or resume training) the adapters; returns the model and what was done.
 
-    ``budget_s`` stops after that many seconds at a checkpoint (run again to go on)."""
+    ``budget_s`` stops after that many seconds at a checkpoint (run again to go on).
+
+    Long because it is the resumable training loop (checkpoint, budget, curve); issue 40 shares
+    one loop between the cross-encoder and the delta."""
     torch = _torch()
     if cfg.batching not in BATCHING:
         raise InputError(f"batching is one of {', '.join(BATCHING)}, not {cfg.batching!r}")

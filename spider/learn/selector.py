@@ -92,7 +92,10 @@ def collect(
     instances: Sequence[Instance], resolve: RepoResolver, settings: EngineSettings, out: Path
 ) -> list[FitRecord]:
     """Gather fit records (resumable: instances already in ``out/fit-data.jsonl`` are reused)
-    around each instance's centres, over the edges :func:`fit_settings` makes concrete."""
+    around each instance's centres, over the edges :func:`fit_settings` makes concrete.
+
+    Long because one instance's record (rank, expansion requests, labels) is gathered in one
+    pass with its resume bookkeeping."""
     from spider.expand import build_requests
     from spider.localize import ranked_first_stage
 

@@ -171,7 +171,10 @@ def read_delta(
     header only is read; :func:`check_base` also compares the fingerprint). ``kind`` is
     what the file must say it holds (another model made of the same factors, such as the
     cross-encoder, names its own) and ``regenerate`` the command that makes one when the
-    file does not say."""
+    file does not say.
+
+    Long because each check of the file names what is wrong in its own error message, in the
+    order the file is read."""
     path = Path(path)
     try:
         raw = path.read_bytes()

@@ -27,7 +27,7 @@ from spider.retrieve.dense import Encoder
 from spider.retrieve.fusion import FusionWeights, fuse, ranks_from_scores
 from spider.retrieve.history import FunctionHistory
 from spider.retrieve.query import best_cosine, issue_queries, query_vectors
-from spider.retrieve.signals import NameTable, extract_signals, signal_scores
+from spider.retrieve.signals import IssueSignals, NameTable, extract_signals, signal_scores
 
 if TYPE_CHECKING:
     from spider.models import Issue
@@ -202,7 +202,9 @@ def first_stage(
     learned: bool = True,
     history: bool = True,
 ) -> FirstStage:
-    """Rank every function of the index for the issue with the configured first stage.
+    """Rank every function of the index for the issue with the configured first stage:
+    each ranker in turn (dense, BM25, file BM25, history, issue signals: one ``_*_ranking``
+    step each), then :func:`~spider.retrieve.fusion.fuse` (hybrid) or the one ranker's scores.
 
     ``dense=False`` leaves the dense ranking out (what the cold path pools from).
     ``learned``: also compute what the learned stages' features read (:class:`FeatureInputs`:
@@ -211,81 +213,107 @@ def first_stage(
     when a learned model re-ranks, and for history only when that model reads it."""
     issue = issue.clipped(settings.max_issue_chars)
     text = issue.text
-    ranks: dict[str, np.ndarray] = {}
-    scores: dict[str, np.ndarray] = {}
-    cold: ColdPath | None = None
-    queries = np.zeros((0, 0), dtype=np.float32)
+    lists = _Lists()
+    queries, cold = np.zeros((0, 0), dtype=np.float32), None
     if not dense:
         settings = settings.model_copy(update={"first_stage": "hybrid"})
-    elif settings.first_stage in ("dense", "hybrid") and _cold(index, settings):
-        cheap = first_stage(index, issue, settings, dense=False, learned=False).order[
-            : settings.cold_pool
-        ]
-        queries = issue_queries(index.encoder(), issue, settings)
-        scores["dense"] = pooled_dense_scores(index, queries, cheap)
-        ranks["dense"] = ranks_from_scores(scores["dense"])
-        cold = ColdPath(pool=cheap, functions=len(index.function_ids))
     elif settings.first_stage in ("dense", "hybrid"):
-        vecs = index.vectors()
-        queries = issue_queries(index.encoder(), issue, settings)
-        scores["dense"] = best_cosine(vecs, queries)
-        ranks["dense"] = ranks_from_scores(scores["dense"])
+        queries, cold = _dense_ranking(index, issue, settings, lists)
     query_adapter = settings.query_adapter if len(queries) else ""
     if settings.first_stage in ("bm25", "hybrid"):
-        scores["bm25"] = index.lexical().scores(text)
-        ranks["bm25"] = ranks_from_scores(scores["bm25"])
-    file_scores: np.ndarray | None = None
+        lists.add("bm25", index.lexical().scores(text))
     hybrid = settings.first_stage == "hybrid"
-    if hybrid and settings.fusion_file > 0 and len(index.function_ids):
-        file_scores = index.file_lexical().scores(text)
-        ranks["file"] = ranks_from_scores(file_scores)[index.file_of()]
-    said: np.ndarray | None = None  # BM25 of the issue against each function's history
-    if hybrid and settings.fusion_history > 0 and len(index.function_ids):
-        said = index.history().scores(text)
-        # a function no earlier message matches: rank 0, it adds nothing to the fusion
-        ranks["history"] = np.where(said > 0, ranks_from_scores(said), 0)
-    use_signals = settings.signals and hybrid and len(index.function_ids) > 0
+    any_function = len(index.function_ids) > 0
+    file_scores = said = None
+    if hybrid and settings.fusion_file > 0 and any_function:
+        file_scores = _file_ranking(index, text, lists)
+    if hybrid and settings.fusion_history > 0 and any_function:
+        said = _history_ranking(index, text, lists)
+    use_signals = settings.signals and hybrid and any_function
     found = extract_signals(text) if use_signals or learned else None
     inputs: FeatureInputs | None = None
     if learned and found is not None:
         if file_scores is None and hybrid:
             file_scores = index.file_lexical().scores(text)  # not fused, but a feature
-        title = _title_ranks(index, issue.title, ranks, query_adapter, cold)
-        inputs = FeatureInputs(
-            title_ranks=title,
-            file_scores=file_scores,
-            frames=len(found.frames),
-            history_scores=_history_scores(index, text, said) if history else None,
-        )
-    evidence: dict[int, str] = {}
-    sig_arr: np.ndarray | None = None
+        title = _title_ranks(index, issue.title, lists.ranks, query_adapter, cold)
+        scored = _history_scores(index, text, said) if history else None
+        inputs = FeatureInputs(title, file_scores, len(found.frames), scored)
+    sig_arr, evidence = None, {}
     if use_signals and found is not None:
-        sig, evidence = signal_scores(index.name_table(), found, len(index.function_ids))
-        sig_arr = np.asarray(sig, dtype=np.float64)
-        if (sig_arr > 0).any():
-            ranks["signals"] = np.where(sig_arr > 0, ranks_from_scores(sig_arr), 0)
+        sig_arr, evidence = _signal_ranking(index, found, lists)
     if hybrid:
-        fused = fuse(ranks, FusionWeights.from_settings(settings), sig_arr)
+        fused = fuse(lists.ranks, FusionWeights.from_settings(settings), sig_arr)
     else:
-        fused = scores[settings.first_stage].astype(np.float64)
+        fused = lists.raw[settings.first_stage].astype(np.float64)
     order = np.argsort(-fused, kind="stable")
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(1, len(order) + 1)
     return FirstStage(
-        kind=settings.first_stage,
-        fused_order=order,
-        rank=rank,
-        scores=fused,
-        ranks=ranks,
-        evidence=evidence,
-        issue=issue,
-        signal=sig_arr,
-        raw=scores,
-        cold=cold,
-        query_texts=len(queries),
-        query_adapter=query_adapter,
-        inputs=inputs,
-    )
+        kind=settings.first_stage, fused_order=order, rank=rank, scores=fused,
+        ranks=lists.ranks, evidence=evidence, issue=issue, signal=sig_arr, raw=lists.raw,
+        cold=cold, query_texts=len(queries), query_adapter=query_adapter, inputs=inputs,
+    )  # fmt: skip
+
+
+@dataclass
+class _Lists:
+    """What the rankers of one query produced so far: per ranker, the 1-based rank of
+    every function and (for the rankers that score functions themselves) the raw score."""
+
+    ranks: dict[str, np.ndarray] = field(default_factory=dict)
+    raw: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def add(self, name: str, scores: np.ndarray) -> None:
+        """Record ranker ``name``'s scores of every function and the ranks they give."""
+        self.raw[name] = scores
+        self.ranks[name] = ranks_from_scores(scores)
+
+
+def _dense_ranking(
+    index: Rankable, issue: Issue, settings: EngineSettings, lists: _Lists
+) -> tuple[np.ndarray, ColdPath | None]:
+    """Dense retrieval: the issue's query vectors against every function's, or on the cold
+    path against a pool the cheap rankers chose. Returns the query vectors and the cold
+    path's record (None when every function was scored)."""
+    if _cold(index, settings):
+        cheap = first_stage(index, issue, settings, dense=False, learned=False).order[
+            : settings.cold_pool
+        ]
+        queries = issue_queries(index.encoder(), issue, settings)
+        lists.add("dense", pooled_dense_scores(index, queries, cheap))
+        return queries, ColdPath(pool=cheap, functions=len(index.function_ids))
+    vecs = index.vectors()
+    queries = issue_queries(index.encoder(), issue, settings)
+    lists.add("dense", best_cosine(vecs, queries))
+    return queries, None
+
+
+def _file_ranking(index: Rankable, text: str, lists: _Lists) -> np.ndarray:
+    """File-level BM25: each function ranked as its file is. Returns the files' scores."""
+    file_scores = index.file_lexical().scores(text)
+    lists.ranks["file"] = ranks_from_scores(file_scores)[index.file_of()]
+    return file_scores
+
+
+def _history_ranking(index: Rankable, text: str, lists: _Lists) -> np.ndarray:
+    """History at inference: functions ranked by the BM25 of the issue against what
+    earlier commits that edited them said. Returns those scores (the features reuse them)."""
+    said = index.history().scores(text)
+    # a function no earlier message matches: rank 0, it adds nothing to the fusion
+    lists.ranks["history"] = np.where(said > 0, ranks_from_scores(said), 0)
+    return said
+
+
+def _signal_ranking(
+    index: Rankable, found: IssueSignals, lists: _Lists
+) -> tuple[np.ndarray, dict[int, str]]:
+    """The issue's own evidence (stack frames, paths, names): its strength per function and
+    the strongest signal of each function named, in words."""
+    sig, evidence = signal_scores(index.name_table(), found, len(index.function_ids))
+    sig_arr = np.asarray(sig, dtype=np.float64)
+    if (sig_arr > 0).any():
+        lists.ranks["signals"] = np.where(sig_arr > 0, ranks_from_scores(sig_arr), 0)
+    return sig_arr, evidence
 
 
 def _history_scores(

@@ -97,6 +97,9 @@ def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tup
 
     Needs torch and transformers (the only place the ONNX path does); files are written to
     a temporary name and renamed, so concurrent exporters never see a half-written graph.
+
+    Long because export and quantization share one lock and one temporary folder, and the
+    traced wrapper module is defined inside (torch is imported only here).
     """
     fp32, int8 = onnx_paths(model_dir, cache_dir)
     with _EXPORT_LOCK:

@@ -280,7 +280,10 @@ def _ambiguous(hits: Iterable[int]) -> bool:
 def signal_scores(
     table: NameTable, sig: IssueSignals, size: int
 ) -> tuple[list[float], dict[int, str]]:
-    """Evidence score per function (0 = none) and a short description of the strongest one."""
+    """Evidence score per function (0 = none) and a short description of the strongest one.
+
+    Long because each kind of signal (frame, path, qualified name, name, member) is matched
+    against the table in one place, in order of strength."""
     score = [0.0] * size
     why: dict[int, str] = {}
 
