@@ -250,7 +250,7 @@ def _enqueue_fix(p: EventPayload, delivery_id: str, **number: int) -> Decision:
         raise MalformedPayload("payload lacks installation: is this an app webhook?")
     try:
         job = FixJob(installation_id=p.installation.id, repo=p.repository.full_name,
-                     delivery_id=delivery_id, **number)  # type: ignore[arg-type]
+                     delivery_id=delivery_id, **number)
     except ValueError as exc:
         raise MalformedPayload(str(exc)) from exc
     return Enqueue(job)

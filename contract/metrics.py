@@ -149,7 +149,7 @@ class RedisCollector(Collector):
         except redis.RedisError as exc:
             log.warning("worker metrics unavailable", extra={"error": type(exc).__name__})
             return []
-        return list(families(raw))  # type: ignore[arg-type]
+        return list(families(raw))
 
     def describe(self) -> Iterable[Metric]:
         return []  # no fixed description: a Redis outage must not break registration

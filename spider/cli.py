@@ -8,7 +8,7 @@ import shlex
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from annotated_types import Ge, Le
@@ -35,6 +35,7 @@ from spider.settings import DEFAULT_COLD_POOL, EngineSettings
 
 if TYPE_CHECKING:
     from spider.index import Index
+    from spider.source import SourceTree
 
 app = typer.Typer(
     cls=PlainGroup,
@@ -83,7 +84,7 @@ def _note(message: str) -> None:
     err.print(Text(f"note: {terminal_safe(message, MAX_MESSAGE_CHARS, lines=True)}"))
 
 
-def _settings(**overrides: object) -> EngineSettings:
+def _settings(**overrides: Any) -> EngineSettings:
     clean = {k: v for k, v in overrides.items() if v is not None}
     try:
         return EngineSettings(**clean)
@@ -93,7 +94,7 @@ def _settings(**overrides: object) -> EngineSettings:
         raise _fail(f"invalid {where}: {first.get('msg', 'bad value')}") from exc
 
 
-def _open(path: Path, rev: str | None):  # -> SourceTree
+def _open(path: Path, rev: str | None) -> SourceTree:
     from spider.source import open_source
 
     return open_source(path, rev)

@@ -143,7 +143,8 @@ class CrossScorer:
         if not documents:
             return np.zeros(0)
         vectors = self.onnx.encode_pairs([(query, d) for d in documents], batch_size)
-        return self.file.scale * (vectors @ self.file.direction) + self.file.bias
+        projected: np.ndarray = vectors @ self.file.direction
+        return self.file.scale * projected + self.file.bias
 
 
 @lru_cache(maxsize=2)

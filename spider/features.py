@@ -439,7 +439,7 @@ def issue_vocabulary(issue: Issue) -> tuple[set[str], set[str]]:
 def _parent_class(graph: CodeGraph, node_id: str) -> str | None:
     for u, _, k in graph.g.in_edges(node_id, keys=True):
         if k == "contains" and graph.g.nodes[u].get("kind") == "class":
-            return u
+            return str(u)
     return None
 
 

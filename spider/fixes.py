@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from spider.errors import InputError, NoSourceFiles
 from spider.graph import build_graph
 from spider.graph.model import CodeGraph
-from spider.patch import literal_globs, parse_patch, patch_functions, patch_paths
+from spider.patch import GroundTruthMode, literal_globs, parse_patch, patch_functions, patch_paths
 from spider.settings import EngineSettings
 from spider.source import SourceTree
 
-FIX_RULE = "precise"  # the rule the benchmark scores with: changed lines, not context
+FIX_RULE: GroundTruthMode = "precise"  # the rule the benchmark scores with: changed lines, not context
 _SIGNATURE_LINE = re.compile(r"\bdef\b|\bfunction\b|\bfunc\b|\bfn\b|\(")
 
 

@@ -141,7 +141,7 @@ class Index:
         if path is None or not path.exists():
             return None
         try:
-            vecs = np.load(path, allow_pickle=False)
+            vecs: np.ndarray = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
             log.warning("ignoring unreadable vector matrix %s: %s", path, exc)
             return None
@@ -220,7 +220,8 @@ class Index:
         """Vectors of the functions at ``rows`` only (the cold path: a pool, not the index),
         from the matrix or the cache where they are, embedded now where not."""
         if self._vectors is not None:
-            return self._vectors[rows]
+            picked: np.ndarray = self._vectors[rows]
+            return picked
         todo = [int(i) for i in rows if int(i) not in self._pooled]
         if todo:
             self._pooled.update(zip(todo, self._embed_rows(todo), strict=True))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from spider.calibration import Calibration
 from spider.cross import rescore, settings_scorer
 from spider.errors import EmptyIssue, LLMError
 from spider.expand import Expansion, run_expansion
@@ -21,7 +22,6 @@ from spider.llm.prompts import Function
 from spider.llm.reader import read_list
 from spider.models import Hit, Issue, Link, LLMRun, Localization, Reason, RunSettings
 from spider.pool_rank import (
-    Calibration,
     PoolRanker,
     custom_digest,
     rank_pool,

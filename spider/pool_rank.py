@@ -161,7 +161,8 @@ class TreeEnsemble:
             vals = x[rows, np.where(inner, f, 0)]
             step = np.where(vals <= self.threshold[at], self.left[at], self.right[at])
             at = np.where(inner, step, at)
-        return self.value[at].sum(axis=1)
+        leaves: np.ndarray = self.value[at]
+        return leaves.sum(axis=1)
 
 
 _RANK_COLUMN = RANKER_FEATURES.index("log_rank")
@@ -242,7 +243,8 @@ class PoolRanker:
         """The model's score for each row of ``features`` (columns ``RANKER_FEATURES``)."""
         if not len(features):
             return np.zeros(0)
-        return prior_scores(features, self.prior) + self.trees.predict(features)
+        scores: np.ndarray = prior_scores(features, self.prior) + self.trees.predict(features)
+        return scores
 
 
 def dump_ranker(

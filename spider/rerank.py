@@ -67,7 +67,8 @@ class RerankWeights:
     def logits(self, features: np.ndarray) -> np.ndarray:
         """Log-odds of being edited for each row of ``features`` (columns ``HEAD_FEATURES``)."""
         w = np.array([self.coef.get(name, 0.0) for name in HEAD_FEATURES])
-        return features @ w + self.bias
+        logits: np.ndarray = features @ w + self.bias
+        return logits
 
     def fingerprint(self) -> str:
         """A short hash of the coefficients: a calibration is valid for these weights only."""

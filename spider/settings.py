@@ -461,7 +461,7 @@ class EngineSettings(BaseSettings):
     @field_validator("edges", mode="before")
     @classmethod
     def _edges(cls, v: object) -> tuple[str, ...] | Literal["auto"]:
-        return parse_edges_setting(v)  # type: ignore[arg-type]
+        return parse_edges_setting(v)
 
     @field_validator("llm_roles", mode="before")
     @classmethod

@@ -35,7 +35,9 @@ def check_instance(
 ) -> dict[str, Any]:
     """Match and agreement figures of one instance (needs both edit_functions and a patch)."""
     if graph_builder is None:
-        from spider.graph import build_graph as graph_builder
+        from spider.graph import build_graph
+
+        graph_builder = build_graph
 
     edit = {normalise_id(e) for e in inst.edit_functions or []}
     paths = set(patch_paths(inst.patch or "")) | {split_id(e)[0] for e in edit}

@@ -130,7 +130,9 @@ def mine_history(
     commits.
     """
     if graph_builder is None:
-        from spider.graph import build_graph as graph_builder
+        from spider.graph import build_graph
+
+        graph_builder = build_graph
 
     path = Path(repo)
     label = repo_name or _repo_label(path)

@@ -44,7 +44,7 @@ class CachedBackend:
         self.model = self.inner.model
 
     @property
-    def has_logprobs(self) -> bool:  # type: ignore[override]
+    def has_logprobs(self) -> bool:
         """As the inner backend."""
         return self.inner.has_logprobs
 

@@ -83,7 +83,8 @@ def read_summary(out: Path) -> dict[str, Any] | None:
     path = out / SUMMARY
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    summary: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return summary
 
 
 class JsonlWriter:

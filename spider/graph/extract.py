@@ -329,7 +329,7 @@ def definition_name_text(data: bytes, node: Node) -> str:
     """
     inner = node
     while inner.type == "qualified_identifier" and inner.child_by_field_name("name") is not None:
-        inner = inner.child_by_field_name("name")  # type: ignore[assignment]
+        inner = inner.child_by_field_name("name")
     if inner.type != "operator_cast":
         return _text(data, node)
     end = inner.end_byte

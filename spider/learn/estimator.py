@@ -92,7 +92,8 @@ class Logistic:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """The log-odds of each row of ``x``."""
-        return np.asarray(x, dtype=np.float64) @ self.coef + self.intercept
+        logits: np.ndarray = np.asarray(x, dtype=np.float64) @ self.coef + self.intercept
+        return logits
 
     def named(self, names: Sequence[str]) -> dict[str, float]:
         """The coefficients by feature name (``names`` in column order)."""

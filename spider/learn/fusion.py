@@ -86,9 +86,10 @@ def collect(
         path = out / f"{inst.instance_id}.npz"
         if not path.exists():
             index, truth, id_map = index_instance(inst, resolve, settings)
+            arrays: dict[str, Any] = rankings(index, inst.issue(), settings)
             np.savez(
                 path,
-                **rankings(index, inst.issue(), settings),
+                **arrays,
                 gt=np.array([id_map[i] in set(truth) for i in index.function_ids]),
                 ngt=len(truth),
                 repo=inst.repo,

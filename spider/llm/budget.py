@@ -61,8 +61,8 @@ class Budget:
         if self.remaining_s() <= 0:
             raise LLMBudgetExhausted(f"the LLM pass ran its {self.max_seconds:g} s")
 
-    def answered(self, started: float, prompt: object, completion: object,
-                 cached: object) -> None:
+    def answered(self, started: float, prompt: int | None, completion: int | None,
+                 cached: int | None) -> None:
         """Record a request answered with these token counts (as the server reported them:
         None or missing counts as 0); it started at monotonic ``started``."""
         self.charge(prompt=int(prompt or 0), completion=int(completion or 0),

@@ -52,7 +52,7 @@ class QueryAdapter:
                 f"vectors but the encoder gives {queries.shape[1]}: it was trained for another "
                 f"model; unset SPIDER_QUERY_ADAPTER or retrain it with `{REGENERATE}`"
             )
-        out = queries.astype(np.float32) @ self.matrix.T
+        out: np.ndarray = queries.astype(np.float32) @ self.matrix.T
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return (out / np.maximum(norms, 1e-12)).astype(np.float32)
 

@@ -96,7 +96,8 @@ class EncoderDelta:
         """``alpha / rank * B @ A`` of one target, float32."""
         a, b = self.factors[target]
         scale = np.float32(self.alpha / self.rank)
-        return (scale * (b @ a)).astype(np.float32)
+        product: np.ndarray = b @ a
+        return (scale * product).astype(np.float32)
 
     def resolve(self, shapes: Mapping[str, tuple[int, ...]], where: object) -> dict[str, str]:
         """Each target's tensor name among ``shapes`` (the base's tensors: name -> shape),

@@ -47,7 +47,7 @@ class Rankable(Protocol):
 
     def has_vectors(self) -> bool: ...
 
-    def vectors_of(self, rows: np.ndarray, *, cache: bool = True) -> np.ndarray: ...
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray: ...
 
     def encoder(self) -> Encoder: ...
 
@@ -238,9 +238,7 @@ def first_stage(
         title = _title_ranks(index, issue.title, lists.ranks, query_adapter, cold)
         scored = _history_scores(index, text, said) if history else None
         inputs = FeatureInputs(title, file_scores, len(found.frames), scored)
-    sig_arr, evidence = None, {}
-    if use_signals and found is not None:
-        sig_arr, evidence = _signal_ranking(index, found, lists)
+    sig_arr, evidence = _signal_ranking(index, found if use_signals else None, lists)
     if hybrid:
         fused = fuse(lists.ranks, FusionWeights.from_settings(settings), sig_arr)
     else:
@@ -305,10 +303,12 @@ def _history_ranking(index: Rankable, text: str, lists: _Lists) -> np.ndarray:
 
 
 def _signal_ranking(
-    index: Rankable, found: IssueSignals, lists: _Lists
-) -> tuple[np.ndarray, dict[int, str]]:
+    index: Rankable, found: IssueSignals | None, lists: _Lists
+) -> tuple[np.ndarray | None, dict[int, str]]:
     """The issue's own evidence (stack frames, paths, names): its strength per function and
-    the strongest signal of each function named, in words."""
+    the strongest signal of each function named, in words (None and none: not used)."""
+    if found is None:
+        return None, {}
     sig, evidence = signal_scores(index.name_table(), found, len(index.function_ids))
     sig_arr = np.asarray(sig, dtype=np.float64)
     if (sig_arr > 0).any():

@@ -59,4 +59,5 @@ def best_cosine(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Each row of ``vectors``' best cosine with any query (``queries``: one per row)."""
     if len(vectors) == 0 or len(queries) == 0:
         return np.zeros(len(vectors), dtype=np.float32)
-    return (vectors @ queries.T).max(axis=1).astype(np.float32)
+    cosines: np.ndarray = vectors @ queries.T
+    return cosines.max(axis=1).astype(np.float32)
