@@ -197,6 +197,11 @@ class AppSettings(BaseSettings):
         "CPUs with AMX); more, "
         "and it takes the cold path above"
     )
+    worker_index_cache_functions: int = Field(
+        60_000, ge=0, description="a worker process keeps the indexes it answered from in "
+        "memory, up to this many functions in all (least recently used dropped first; about "
+        "10-15 KB each: vectors, graph, BM25), so a warm answer reads nothing from disk; 0 = off"
+    )
     index_pending_ttl_s: int = Field(
         6 * 3600, ge=60, description="a queued index job keeps others of its repository from "
         "being queued this long at most (a lost job frees the way after it)"
