@@ -181,14 +181,25 @@ def _quiet() -> Iterator[None]:
         root.setLevel(level)
 
 
+# ONNX Runtime's worker threads spin while waiting for work by default: on a machine whose
+# cores are shared (other jobs, a second worker) a spinning thread takes the CPU from the
+# one it waits for. Off, fp32 embedded 1.2x faster on the 2-core machine of
+# docs/benchmark.md under load (`spider bench speed`), the vectors bit for bit the same.
+ALLOW_SPINNING = "0"
+
+
 def _threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
 
 class OnnxModel:
-    """Tokenizer + ONNX Runtime session: ``encode`` gives sentence-transformers' vectors."""
+    """Tokenizer + ONNX Runtime session: ``encode`` gives sentence-transformers' vectors
+    (``spinning``: let idle worker threads spin, ONNX Runtime's default; see
+    :data:`ALLOW_SPINNING`)."""
 
-    def __init__(self, graph: Path, model_dir: Path, max_seq_length: int) -> None:
+    def __init__(
+        self, graph: Path, model_dir: Path, max_seq_length: int, *, spinning: bool = False
+    ) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -205,6 +216,9 @@ class OnnxModel:
         opts.intra_op_num_threads = _threads()
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
+        opts.add_session_config_entry(
+            "session.intra_op.allow_spinning", "1" if spinning else ALLOW_SPINNING
+        )
         self.session = ort.InferenceSession(
             str(graph), sess_options=opts, providers=["CPUExecutionProvider"]
         )
