@@ -40,7 +40,7 @@ from spider.retrieve.dense import Encoder, settings_model_id
 from spider.retrieve.history import FunctionHistory, load_history
 from spider.retrieve.signals import NameTable
 from spider.retrieve.tokenize import code_tokens
-from spider.settings import GRAPH_SETTINGS, EngineSettings
+from spider.settings import GRAPH_SETTINGS, EngineSettings, embeds_whole
 from spider.source import GitSource, SourceTree
 
 log = logging.getLogger(__name__)
@@ -383,8 +383,9 @@ def build_index(
     indexes (bm25 or hybrid), so that a query only ranks.
 
     ``embed=False`` defers embedding to the first query that needs it. With
-    ``settings.cold_pool`` > 0 and no vectors yet (no matrix, cache incomplete), nothing is
-    embedded here: the first query embeds only its pool (``spider.retrieve.cold``).
+    ``settings.cold_pool`` > 0 and more functions missing from the cache than
+    :data:`~spider.settings.COLD_FULL_RATIO` times the pool, nothing is embedded here: the
+    first query embeds only its pool (``spider.retrieve.cold``); with fewer, all of them.
 
     ``progress`` hears each phase (``spider.progress``: parsing, embedding, indexing words;
     later, the cold path's pool) with its total; None or False: nobody listens.
@@ -403,9 +404,10 @@ def build_index(
     )
     if embed is None:
         embed = settings.first_stage in ("dense", "hybrid")
-    if embed and 0 < settings.cold_pool < len(functions):  # a pool as big as the index: embed
-        embed = index.has_vectors()  # else the query ranks from a partial index
-        index.stats["partial_index"] = not embed
+    if embed and not embeds_whole(len(functions), settings.cold_pool):
+        # a pool nearly as big as the index costs as much as the index: embed it all
+        embed = index.has_vectors() or embeds_whole(index.missing_vectors(), settings.cold_pool)
+        index.stats["partial_index"] = not embed  # else the query ranks from a partial index
     if embed:
         index.vectors()
     if settings.first_stage in ("bm25", "hybrid"):

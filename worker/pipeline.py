@@ -26,7 +26,7 @@ from spider.comment.render import (
     build_view,
     render,
 )
-from spider.settings import EngineSettings
+from spider.settings import COLD_FULL_RATIO, EngineSettings
 from worker import locks, plan
 from worker.comments import find_ours, publish
 from worker.deps import Deps
@@ -252,10 +252,12 @@ def _fetch_and_index(gh: GitHubClient, deps: Deps, job: IssueJob, branch: str,
 def _index_for_issue(deps: Deps, checkout: Any, settings: EngineSettings) -> tuple[Any, bool]:
     """The index to rank with and whether it is partial (too many functions not embedded
     yet: ``SPIDER_ISSUE_EMBED_MAX``); with ``SPIDER_ISSUE_COLD_POOL=0`` always complete."""
-    if deps.settings.issue_cold_pool <= 0:
+    pool = deps.settings.issue_cold_pool
+    if pool <= 0:
         return deps.engine.index(checkout, settings), False
-    return deps.engine.index_for_issue(checkout, settings,
-                                       embed_max=deps.settings.issue_embed_max)
+    # as many missing as a pool (nearly) costs the same as all of them: embed them all
+    embed_max = max(deps.settings.issue_embed_max, int(pool * COLD_FULL_RATIO))
+    return deps.engine.index_for_issue(checkout, settings, embed_max=embed_max)
 
 
 def _record_indexed(deps: Deps, repo: str, sha: str, fetched_at: int, index: Any) -> None:
