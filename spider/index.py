@@ -23,6 +23,7 @@ from spider.errors import IndexFormatError
 from spider.graph import build_graph
 from spider.graph.model import CodeGraph
 from spider.graph.outline_cache import open_outline_cache
+from spider.graph_snapshot import read_snapshot, snapshot_path, write_snapshot
 from spider.ids import short_name
 from spider.progress import (
     EMBEDDING,
@@ -347,8 +348,9 @@ def history_dir(source: SourceTree) -> Path | None:
 def load_or_build_graph(
     source: SourceTree, settings: EngineSettings, *, progress: Progress | None = None
 ) -> tuple[CodeGraph, bool]:
-    """The graph of ``source``; read from the cache for git commits, else built (a git commit
-    parses only the files whose outlines the outline cache lacks). Returns (graph, cached);
+    """The graph of ``source``; read from the cache for git commits (its pickled snapshot
+    first, :mod:`spider.graph_snapshot`), else built (a git commit parses only the files
+    whose outlines the outline cache lacks). Returns (graph, cached);
     ``progress`` hears the files parsed (phase ``parsing``)."""
     cache_path: Path | None = None
     if (key := commit_key(source, settings)) is not None:
@@ -356,10 +358,16 @@ def load_or_build_graph(
         gdir.mkdir(parents=True, exist_ok=True)
         cache_path = gdir / f"{key}.json.gz"
         if cache_path.exists():
+            kept = read_snapshot(snapshot_path(cache_path), GRAPH_CACHE_VERSION)
+            if kept is not None:
+                return kept, True
             try:
-                return CodeGraph.load(cache_path), True
+                graph = CodeGraph.load(cache_path)
             except IndexFormatError as exc:
                 log.warning("rebuilding graph: %s", exc)
+            else:
+                write_snapshot(graph, snapshot_path(cache_path), GRAPH_CACHE_VERSION)
+                return graph, True
     outlines = open_outline_cache(settings.cache_dir / "outlines") if cache_path else None
     try:
         graph = build_graph(source, settings, steps(progress, PARSING), outlines)
@@ -368,7 +376,7 @@ def load_or_build_graph(
             outlines.close()
     graph.commit = source.commit
     if cache_path is not None:
-        graph.save(cache_path)
+        graph.save(cache_path)  # its snapshot is taken from the JSON, at the first read
     return graph, False
 
 
