@@ -141,8 +141,8 @@ class Index:
         path = self._matrix_path()
         if path is None or not path.exists():
             return None
-        try:
-            vecs = np.load(path, allow_pickle=False)
+        try:  # memory-mapped: read as a query touches it, shared by processes on one machine
+            vecs = np.load(path, allow_pickle=False, mmap_mode="r")
         except (OSError, ValueError) as exc:
             log.warning("ignoring unreadable vector matrix %s: %s", path, exc)
             return None
