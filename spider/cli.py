@@ -138,6 +138,7 @@ def index(
         t0 = time.perf_counter()
         with terminal_progress(not quiet) as progress:
             idx = _build(path, rev, settings, progress)
+            _read_history(idx, settings)
         seconds = time.perf_counter() - t0
     except SpiderError as exc:
         raise _fail(str(exc)) from exc
@@ -166,6 +167,15 @@ def index(
         f"; graph {'from cache' if report.get('graph_cached') else 'built'}"
         f"; {seconds:.2f} s"
     )
+
+
+def _read_history(idx: Index, settings: EngineSettings) -> None:
+    """Parse the history window the ranker reads now (cached by commit, kept per index),
+    so that no later ``spider locate`` pays for it."""
+    from spider.pool_rank import history_depth
+
+    if history_depth(settings) > 1:
+        idx.history()
 
 
 def read_issue(issue: str | None, issue_file: Path | None) -> tuple[str, str]:
