@@ -194,8 +194,13 @@ class AppSettings(BaseSettings):
     issue_embed_max: int = Field(
         500, ge=0, description="an issue job embeds up to this many missing functions itself "
         "(a push since the last index: seconds; MiniLM on 2 cores ~75/s fp32, ~260/s bf16 on "
-        "CPUs with AMX); more, "
-        "and it takes the cold path above"
+        "CPUs with AMX), or up to 1.5x issue_cold_pool (a pool would cost nearly as much); "
+        "more, and it takes the cold path above"
+    )
+    worker_index_cache_functions: int = Field(
+        60_000, ge=0, description="a worker process keeps the indexes it answered from in "
+        "memory, up to this many functions in all (least recently used dropped first; about "
+        "10-15 KB each: vectors, graph, BM25), so a warm answer reads nothing from disk; 0 = off"
     )
     index_pending_ttl_s: int = Field(
         6 * 3600, ge=60, description="a queued index job keeps others of its repository from "

@@ -6,9 +6,10 @@ import json
 import logging
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 from annotated_types import Ge, Le
@@ -21,6 +22,7 @@ from rich.text import Text
 from spider.cli_common import (
     MAX_MESSAGE_CHARS,
     MAX_TITLE_CHARS,
+    LazyGroup,
     PlainCommand,
     PlainGroup,
     QuietOpt,
@@ -37,8 +39,19 @@ if TYPE_CHECKING:
     from spider.index import Index
     from spider.source import SourceTree
 
+
+
+class SpiderGroup(LazyGroup):
+    """The ``spider`` command: ``bench`` and ``train`` load only when named."""
+
+    LAZY: ClassVar[Mapping[str, tuple[str, str]]] = {
+        "bench": ("spider.bench.cli", "bench_app"),
+        "train": ("spider.learn.cli", "train_app"),
+    }
+
+
 app = typer.Typer(
-    cls=PlainGroup,
+    cls=SpiderGroup,
     add_completion=False,
     no_args_is_help=True,
     help="SpIDER issue localization: which functions will a fix most likely edit?",
@@ -126,6 +139,7 @@ def index(
         t0 = time.perf_counter()
         with terminal_progress(not quiet) as progress:
             idx = _build(path, rev, settings, progress)
+            _read_history(idx, settings)
         seconds = time.perf_counter() - t0
     except SpiderError as exc:
         raise _fail(str(exc)) from exc
@@ -154,6 +168,15 @@ def index(
         f"; graph {'from cache' if report.get('graph_cached') else 'built'}"
         f"; {seconds:.2f} s"
     )
+
+
+def _read_history(idx: Index, settings: EngineSettings) -> None:
+    """Parse the history window the ranker reads now (cached by commit, kept per index),
+    so that no later ``spider locate`` pays for it."""
+    from spider.pool_rank import history_depth
+
+    if history_depth(settings) > 1:
+        idx.history()
 
 
 def read_issue(issue: str | None, issue_file: Path | None) -> tuple[str, str]:
@@ -507,28 +530,6 @@ def model_export(
         raise _fail(str(exc)) from exc
     for p in paths:
         typer.echo(f"{p}\t{p.stat().st_size / 1e6:.1f} MB")
-
-
-def _mount_bench() -> None:
-    try:
-        from spider.bench.cli import bench_app
-    except ImportError:  # the benchmark package is optional in slim installs
-        return
-    app.add_typer(bench_app, name="bench")
-
-
-_mount_bench()
-
-
-def _mount_train() -> None:
-    try:
-        from spider.learn.cli import train_app
-    except ImportError:  # the training package is optional in slim installs
-        return
-    app.add_typer(train_app, name="train")
-
-
-_mount_train()
 
 
 def main() -> None:

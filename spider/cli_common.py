@@ -11,16 +11,18 @@ a repository passes before it is printed in anything but JSON.
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, ClassVar, cast
 
 import click
 import typer
+import typer.main
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -81,6 +83,33 @@ class PlainGroup(TyperGroup):
 
     def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
         return _plain_usage(super().collect_usage_pieces(ctx))
+
+
+class LazyGroup(PlainGroup):
+    """A :class:`PlainGroup` whose sub-groups named in ``LAZY`` (name -> ``(module,
+    attribute)`` of a ``typer.Typer``) are imported when a command line names them (or
+    asks for help), so that ``spider locate`` never loads the benchmark and training code.
+    A sub-group whose module is missing (a slim install) is simply not there."""
+
+    LAZY: ClassVar[Mapping[str, tuple[str, str]]] = {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return [*names, *(n for n in self.LAZY if n not in names)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None or cmd_name not in self.LAZY:
+            return cast(click.Command | None, command)  # typer's vendored click, same classes
+        module, attribute = self.LAZY[cmd_name]
+        try:
+            sub = getattr(importlib.import_module(module), attribute)
+        except ImportError:  # the optional package is not installed
+            return None
+        command = typer.main.get_group(sub)
+        command.name = cmd_name
+        self.add_command(command, cmd_name)
+        return cast(click.Command, command)
 
 
 MAX_TITLE_CHARS = 120  # an issue's title in a table's heading: one line on a wide terminal

@@ -23,6 +23,7 @@ from spider.errors import IndexFormatError
 from spider.graph import build_graph
 from spider.graph.model import CodeGraph
 from spider.graph.outline_cache import open_outline_cache
+from spider.graph_snapshot import read_snapshot, snapshot_path, write_snapshot
 from spider.ids import short_name
 from spider.progress import (
     EMBEDDING,
@@ -40,7 +41,7 @@ from spider.retrieve.dense import Encoder, settings_model_id
 from spider.retrieve.history import FunctionHistory, load_history
 from spider.retrieve.signals import NameTable
 from spider.retrieve.tokenize import code_tokens
-from spider.settings import GRAPH_SETTINGS, EngineSettings
+from spider.settings import GRAPH_SETTINGS, EngineSettings, embeds_whole
 from spider.source import GitSource, SourceTree
 
 log = logging.getLogger(__name__)
@@ -140,8 +141,8 @@ class Index:
         path = self._matrix_path()
         if path is None or not path.exists():
             return None
-        try:
-            vecs: np.ndarray = np.load(path, allow_pickle=False)
+        try:  # memory-mapped: read as a query touches it, shared by processes on one machine
+            vecs: np.ndarray = np.load(path, allow_pickle=False, mmap_mode="r")
         except (OSError, ValueError) as exc:
             log.warning("ignoring unreadable vector matrix %s: %s", path, exc)
             return None
@@ -348,8 +349,9 @@ def history_dir(source: SourceTree) -> Path | None:
 def load_or_build_graph(
     source: SourceTree, settings: EngineSettings, *, progress: Progress | None = None
 ) -> tuple[CodeGraph, bool]:
-    """The graph of ``source``; read from the cache for git commits, else built (a git commit
-    parses only the files whose outlines the outline cache lacks). Returns (graph, cached);
+    """The graph of ``source``; read from the cache for git commits (its pickled snapshot
+    first, :mod:`spider.graph_snapshot`), else built (a git commit parses only the files
+    whose outlines the outline cache lacks). Returns (graph, cached);
     ``progress`` hears the files parsed (phase ``parsing``)."""
     cache_path: Path | None = None
     if (key := commit_key(source, settings)) is not None:
@@ -357,10 +359,16 @@ def load_or_build_graph(
         gdir.mkdir(parents=True, exist_ok=True)
         cache_path = gdir / f"{key}.json.gz"
         if cache_path.exists():
+            kept = read_snapshot(snapshot_path(cache_path), GRAPH_CACHE_VERSION)
+            if kept is not None:
+                return kept, True
             try:
-                return CodeGraph.load(cache_path), True
+                graph = CodeGraph.load(cache_path)
             except IndexFormatError as exc:
                 log.warning("rebuilding graph: %s", exc)
+            else:
+                write_snapshot(graph, snapshot_path(cache_path), GRAPH_CACHE_VERSION)
+                return graph, True
     outlines = open_outline_cache(settings.cache_dir / "outlines") if cache_path else None
     try:
         graph = build_graph(source, settings, steps(progress, PARSING), outlines)
@@ -369,7 +377,7 @@ def load_or_build_graph(
             outlines.close()
     graph.commit = source.commit
     if cache_path is not None:
-        graph.save(cache_path)
+        graph.save(cache_path)  # its snapshot is taken from the JSON, at the first read
     return graph, False
 
 
@@ -384,8 +392,9 @@ def build_index(
     indexes (bm25 or hybrid), so that a query only ranks.
 
     ``embed=False`` defers embedding to the first query that needs it. With
-    ``settings.cold_pool`` > 0 and no vectors yet (no matrix, cache incomplete), nothing is
-    embedded here: the first query embeds only its pool (``spider.retrieve.cold``).
+    ``settings.cold_pool`` > 0 and more functions missing from the cache than
+    :data:`~spider.settings.COLD_FULL_RATIO` times the pool, nothing is embedded here: the
+    first query embeds only its pool (``spider.retrieve.cold``); with fewer, all of them.
 
     ``progress`` hears each phase (``spider.progress``: parsing, embedding, indexing words;
     later, the cold path's pool) with its total; None or False: nobody listens.
@@ -404,9 +413,10 @@ def build_index(
     )
     if embed is None:
         embed = settings.first_stage in ("dense", "hybrid")
-    if embed and 0 < settings.cold_pool < len(functions):  # a pool as big as the index: embed
-        embed = index.has_vectors()  # else the query ranks from a partial index
-        index.stats["partial_index"] = not embed
+    if embed and not embeds_whole(len(functions), settings.cold_pool):
+        # a pool nearly as big as the index costs as much as the index: embed it all
+        embed = index.has_vectors() or embeds_whole(index.missing_vectors(), settings.cold_pool)
+        index.stats["partial_index"] = not embed  # else the query ranks from a partial index
     if embed:
         index.vectors()
     if settings.first_stage in ("bm25", "hybrid"):

@@ -47,6 +47,16 @@ def onnx_exportable(model: str) -> bool:
 # default ranking's Recall@20 was 0.660 from the full index, 0.639 from a pool of 300 and
 # 0.662 from 1,000; 1,000 functions cost ~4 s in bf16 (~13 s in fp32) on 2 cores.
 DEFAULT_COLD_POOL = 1000
+# A repository with at most this many times the pool's functions left to embed is embedded
+# whole on a first visit: the pool would cost nearly as much (1,000 of 1,349 functions), and
+# a full index needs no second answer, so the list is called partial only when it saves.
+COLD_FULL_RATIO = 1.5
+
+
+def embeds_whole(missing: int, cold_pool: int) -> bool:
+    """Whether a first visit with ``missing`` functions not embedded yet embeds them all
+    rather than a pool of ``cold_pool`` (0: the cold path is off, always all)."""
+    return cold_pool <= 0 or missing <= cold_pool * COLD_FULL_RATIO
 GRAPH_SETTINGS = (
     "invokes_max_candidates",
     "max_file_bytes",

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import spider
 from spider.models import Issue, Localization
 from spider.settings import EngineSettings
+from worker.index_cache import IndexCache, index_key
 from worker.mirror import Checkout
 
 
@@ -28,15 +29,24 @@ class Engine(Protocol):
 
 
 class SpiderEngine:
-    """The SpIDER engine of ``spider/`` (graph and embeddings cached under the cache dir)."""
+    """The SpIDER engine of ``spider/`` (graph and embeddings cached under the cache dir;
+    complete indexes kept in memory across jobs, up to ``keep_functions`` functions)."""
+
+    def __init__(self, keep_functions: int = 0) -> None:
+        self.kept = IndexCache(keep_functions)
 
     def source_files(self, checkout: Checkout, settings: EngineSettings) -> int:
         """How many files indexing would parse (a listing only: cheap even when huge)."""
         return spider.count_source_files(_source(checkout), settings)
 
     def index(self, checkout: Checkout, settings: EngineSettings) -> Any:
-        """Build (or load from cache) the index of the checked-out commit."""
-        return spider.build_index(_source(checkout), settings, progress=False)
+        """Build (or load from cache) the index of the checked-out commit; with the history
+        window fetched, its commits are parsed too (cached by commit), so the first answer
+        that reads them does not pay for it."""
+        index = spider.build_index(_source(checkout), settings, progress=False)
+        if not checkout.history_pending and spider.history_depth(settings) > 1:
+            index.history()
+        return index
 
     def index_for_issue(self, checkout: Checkout, settings: EngineSettings, *,
                         embed_max: int) -> tuple[Any, bool]:
@@ -48,15 +58,20 @@ class SpiderEngine:
         nothing is embedded here: the query embeds only its pool (the engine's cold path,
         ``settings.cold_pool``) and the result is partial.
         """
-        index = spider.build_index(_source(checkout),
-                                   settings.model_copy(update={"cold_pool": 0}),
-                                   progress=False, embed=False)
+        settings = settings.model_copy(update={"cold_pool": 0})
+        key = index_key(checkout.git_dir, checkout.sha, settings, checkout.history_pending)
+        kept = self.kept.get(key)
+        if kept is not None:
+            return kept, False
+        index = spider.build_index(_source(checkout), settings, progress=False, embed=False)
         if settings.first_stage not in ("dense", "hybrid") or index.has_vectors():
+            self.kept.put(key, index)
             return index, False
         missing = index.missing_vectors()
         index.stats["missing_vectors"] = missing
         if missing <= embed_max:
             index.vectors()  # embeds the missing ones (and writes the commit's matrix)
+            self.kept.put(key, index)
             return index, False
         return index, True
 

@@ -61,6 +61,9 @@ class Checkout:
     git_dir: Path
     sha: str
     branch: str
+    # the mirror holds the head but not yet the history window the engine reads (an issue
+    # job's first fetch leaves that to the index job, so no answer waits for it)
+    history_pending: bool = False
 
 
 class Mirrors:
@@ -89,8 +92,14 @@ class Mirrors:
         owner, name = repo.split("/", 1)
         return self._root / owner / f"{name}.git"
 
-    def fetch(self, repo: str, branch: str, token: str | None) -> Checkout:
-        """Bring the mirror to the head of ``branch`` and return that commit."""
+    def fetch(self, repo: str, branch: str, token: str | None, *,
+              history: bool = True) -> Checkout:
+        """Bring the mirror to the head of ``branch`` and return that commit.
+
+        ``history=False`` (an issue job's answer): when the mirror does not hold the history
+        window yet, fetch the head alone (a ``--depth=2001`` fetch of a large repository
+        takes many seconds) and mark the checkout ``history_pending``; the index job
+        fetches the window. A mirror that holds it catches up as usual."""
         if not _BRANCH.match(branch):
             raise UnsafeRepository(f"unusual default branch name {branch!r}")
         url = self.url_for(repo)
@@ -116,6 +125,9 @@ class Mirrors:
         # new: fetching with --depth again makes git walk the whole window (4 s on sympy
         # for 2,000 commits, on every issue); without it the window only grows.
         catch_up = depth > 1 and _held_depth(git_dir) >= depth and self._has_ref(git_dir, ref)
+        pending = depth > 1 and not catch_up and not history
+        if pending:
+            depth = 1  # the head now; its history window comes with the index job
         try:
             self._git(
                 ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules",
@@ -134,7 +146,7 @@ class Mirrors:
         try:
             self._check_size(repo, git_dir)
         except RepositoryTooLarge:
-            if depth == 1:
+            if depth == 1:  # the head alone is too large, or a pending window would be
                 raise
             # too large with its history: keep the commit alone (ranked without history)
             log.warning("mirror too large with %d commits of history; fetching the head alone",
@@ -148,7 +160,7 @@ class Mirrors:
             (git_dir / _DEPTH_FILE).write_text(f"{depth}\n")
         log.info("mirror fetched", extra={"repo": repo, "branch": branch, "sha": sha,
                                           "caught_up": catch_up})
-        return Checkout(git_dir=git_dir, sha=sha, branch=branch)
+        return Checkout(git_dir=git_dir, sha=sha, branch=branch, history_pending=pending)
 
     def fetch_commit(self, repo: str, sha: str, token: str | None) -> Checkout:
         """Bring one commit (by its full id) into the mirror, e.g. a pull request's base.

@@ -26,7 +26,7 @@ from spider.comment.render import (
     build_view,
     render,
 )
-from spider.settings import EngineSettings
+from spider.settings import COLD_FULL_RATIO, EngineSettings
 from worker import locks, plan
 from worker.comments import find_ours, publish
 from worker.deps import Deps
@@ -42,7 +42,7 @@ ISSUE_LOCK_WAIT_S = 5.0  # a second job on the same issue waits its turn later, 
 
 def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
             after_index: bool = False, waited: dict[str, Any] | None = None,
-            llm_pass: bool = False) -> Outcome:
+            llm_pass: bool = False, listed: list[str] | None = None) -> Outcome:
     """Run one job in a slot of its installation and of its repository, under the issue's
     lock. A slot or lock held by others raises NotYourTurn (Throttled, Busy) and nothing
     has happened yet. ``cheaper``: the run after one that hit the hard time limit
@@ -53,7 +53,9 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
     due the job raises :class:`Delayed` again at once, reading nothing. ``llm_pass``: the
     run after a first answer that lets the configured LLM read the list (its roles are
     off in every other run, so no answer waits for a model); the comment is edited only
-    when the LLM finished."""
+    when the LLM finished. ``listed``: with ``after_index``, the ids a first answer ranked
+    without the repository's history listed; the comment is edited only when the list
+    ranked with it differs."""
     s = deps.settings
     if waited is not None and float(waited.get("due", 0)) > time.time():
         raise Delayed(_hop(deps, float(waited["due"]) - time.time()), {"waited": waited})
@@ -65,7 +67,7 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
                        limit=s.max_jobs_per_repo, ttl_s=ttl), \
             locks.held(deps.redis, locks.issue_lock_name(job.repo, job.issue_number),
                        ttl_s=ttl, wait_s=ISSUE_LOCK_WAIT_S):
-        outcome = _run(job, deps, started, cheaper, after_index, waited, llm_pass)
+        outcome = _run(job, deps, started, cheaper, after_index, waited, llm_pass, listed)
     if outcome.status == "skipped":
         log.info("job skipped", extra={"reason": outcome.reason})
     else:
@@ -76,7 +78,7 @@ def run_job(job: IssueJob, deps: Deps, *, cheaper: bool = False,
 
 def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
          after_index: bool = False, waited: dict[str, Any] | None = None,
-         llm_pass: bool = False) -> Outcome:
+         llm_pass: bool = False, listed: list[str] | None = None) -> Outcome:
     """Read the facts, decide, and do what the plan says."""
     with deps.github(job.installation_id) as gh:
         seen = plan.Seen.from_dict(waited) if waited is not None else None
@@ -93,7 +95,7 @@ def _run(job: IssueJob, deps: Deps, started: float, cheaper: bool = False,
         if isinstance(decision, plan.TooLarge):
             return _too_large(gh, deps, job, decision.skip_label, size_kb=decision.size_kb,
                               limit_kb=decision.limit_kb)
-        return _answer(gh, deps, job, facts, decision, started, after_index, llm_pass)
+        return _answer(gh, deps, job, facts, decision, started, after_index, llm_pass, listed)
 
 
 def read_facts(gh: GitHubClient, job: IssueJob, *, seen: plan.Seen | None = None,
@@ -143,7 +145,8 @@ def _installed_at(deps: Deps, gh: GitHubClient, job: IssueJob) -> datetime | Non
 
 
 def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run: plan.Run,
-            started: float, after_index: bool, llm_pass: bool = False) -> Outcome:
+            started: float, after_index: bool, llm_pass: bool = False,
+            listed: list[str] | None = None) -> Outcome:
     """Fetch and index the default branch, locate the issue, render and publish; a first
     answer with LLM roles configured queues the LLM pass, which edits the comment."""
     s = deps.settings
@@ -171,10 +174,17 @@ def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run:
         if kept is not None:
             log.warning("LLM pass left the list standing", extra={"reason": kept})
             return Outcome(status="skipped", reason=f"LLM pass: {kept}")
+    if after_index and listed is not None and not loc.settings.partial \
+            and [h.id for h in loc.hits] == listed:
+        log.info("history left the list as it was: comment not edited")
+        return Outcome(status="unchanged", reason="history left the list as it was",
+                       sha=done.checkout.sha)
     updates = False
     RECORDER.count("spider_answers", "partial" if loc.settings.partial else "full")
     if loc.settings.partial:
         updates = _ask_for_the_full_index(deps, job, after_index)
+    elif done.checkout.history_pending:  # ranked without history: the index job brings it
+        _ask_for_the_full_index(deps, job, after_index, listed=[h.id for h in loc.hits])
     quiet = plan.below_confidence(run.config, loc.confidence)
     if quiet is not None:
         return Outcome(status="skipped", reason=quiet.reason)
@@ -226,14 +236,15 @@ def _fetch_and_index(gh: GitHubClient, deps: Deps, job: IssueJob, branch: str,
                     ttl_s=s.lease_ttl_s, wait_s=s.lock_wait_s):
         t0 = time.perf_counter()
         fetched_at = index_state.now_us(deps.redis)
-        checkout = deps.mirrors.fetch(job.repo, branch, gh.token)
+        # never wait for the history window: the index job fetches it (history_pending)
+        checkout = deps.mirrors.fetch(job.repo, branch, gh.token, history=False)
         files = deps.engine.source_files(checkout, settings)
         if files > s.max_source_files:
             raise _TooManyFiles(files)
         t1 = time.perf_counter()
         index, partial = _index_for_issue(deps, checkout, settings)
         t2 = time.perf_counter()
-        if not partial:  # every function embedded: the head is indexed
+        if not partial and not checkout.history_pending:  # the head is indexed, history too
             _record_indexed(deps, job.repo, checkout.sha, fetched_at, index)
     return _Indexed(checkout, index, partial, t1 - t0, t2 - t1, t2)
 
@@ -241,10 +252,12 @@ def _fetch_and_index(gh: GitHubClient, deps: Deps, job: IssueJob, branch: str,
 def _index_for_issue(deps: Deps, checkout: Any, settings: EngineSettings) -> tuple[Any, bool]:
     """The index to rank with and whether it is partial (too many functions not embedded
     yet: ``SPIDER_ISSUE_EMBED_MAX``); with ``SPIDER_ISSUE_COLD_POOL=0`` always complete."""
-    if deps.settings.issue_cold_pool <= 0:
+    pool = deps.settings.issue_cold_pool
+    if pool <= 0:
         return deps.engine.index(checkout, settings), False
-    return deps.engine.index_for_issue(checkout, settings,
-                                       embed_max=deps.settings.issue_embed_max)
+    # as many missing as a pool (nearly) costs the same as all of them: embed them all
+    embed_max = max(deps.settings.issue_embed_max, int(pool * COLD_FULL_RATIO))
+    return deps.engine.index_for_issue(checkout, settings, embed_max=embed_max)
 
 
 def _record_indexed(deps: Deps, repo: str, sha: str, fetched_at: int, index: Any) -> None:
@@ -257,17 +270,21 @@ def _record_indexed(deps: Deps, repo: str, sha: str, fetched_at: int, index: Any
         log.warning("indexed head not recorded", extra={"error": type(exc).__name__})
 
 
-def _ask_for_the_full_index(deps: Deps, job: IssueJob, after_index: bool) -> bool:
-    """After an answer from a partial index: queue the repository's full index (unless one
+def _ask_for_the_full_index(deps: Deps, job: IssueJob, after_index: bool,
+                            listed: list[str] | None = None) -> bool:
+    """After an answer from a partial index (or one ranked before the history window was
+    fetched: ``listed``, the ids it listed): queue the repository's full index (unless one
     waits already) and, once, this job's run again after it. True when that run is due, so
     the comment may say it will be updated."""
     if deps.queue_index is None:
         return False
     rerun = not after_index
+    again: dict[str, Any] = {**job.as_kwargs(), "after_index": True}
+    if listed is not None:
+        again["listed"] = listed
     try:
         if rerun:  # before queueing: the index job hands the reruns back when it ends
-            index_state.add_rerun(deps.redis, job.repo, job.issue_number,
-                                  {**job.as_kwargs(), "after_index": True})
+            index_state.add_rerun(deps.redis, job.repo, job.issue_number, again)
         deps.queue_index(IndexJob(job.installation_id, job.repo, job.delivery_id,
                                   reason="issue"))
     except Exception as exc:  # Redis or the broker away: the comment goes out all the same

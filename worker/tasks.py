@@ -56,7 +56,7 @@ def deps() -> Deps:
         redis=client,
         github=lambda installation_id: GitHubClient(settings, tokens, installation_id, policy),
         mirrors=Mirrors(settings),
-        engine=SpiderEngine(),
+        engine=SpiderEngine(keep_functions=settings.worker_index_cache_functions),
         policy=policy,
         store=Store(settings.database_url_or_default),  # connects on first use only
         queue_index=lambda job: queue_index(client, settings, job),
@@ -132,11 +132,13 @@ def localize_issue(self: Task, installation_id: int, repo: str, issue_number: in
                    delivery_id: str, trigger: str, deferrals: int = 0,
                    hard_limit_hits: int = 0, after_index: bool = False,
                    waited: dict[str, Any] | None = None, delays: int = 0,
-                   llm_pass: bool = False) -> dict[str, Any]:
+                   llm_pass: bool = False, listed: list[str] | None = None) -> dict[str, Any]:
     """Localize one issue and post or update its comment (``after_index``: again, once the
     full index of a repository it answered from a partial index is there; ``waited``:
     after the repository's ``delay_minutes``; ``llm_pass``: the configured LLM reads the
-    list and the comment is edited; see ``worker.pipeline.run_job``)."""
+    list and the comment is edited; ``listed``: what a first answer ranked without history
+    listed, so the run after indexing edits only a changed list; see
+    ``worker.pipeline.run_job``)."""
     job = IssueJob(installation_id, repo, issue_number, delivery_id, trigger)
 
     def work(d: Deps) -> Outcome:
@@ -146,7 +148,8 @@ def localize_issue(self: Task, installation_id: int, repo: str, issue_number: in
             if llm_pass:  # the LLM pass ran out of time: the first answer stands
                 return Outcome(status="skipped", reason="LLM pass killed at the time limit")
             return run_job(job, d, cheaper=True, waited=waited)
-        return run_job(job, d, after_index=after_index, waited=waited, llm_pass=llm_pass)
+        return run_job(job, d, after_index=after_index, waited=waited, llm_pass=llm_pass,
+                       listed=listed)
 
     starts_id = str(self.request.id) + (f"/h{hard_limit_hits}" if hard_limit_hits else "")
     trigger = f"{trigger}+llm" if llm_pass else trigger
@@ -203,7 +206,10 @@ def _run_again(reruns: list[dict[str, Any]]) -> None:
         try:
             job = IssueJob(kwargs["installation_id"], kwargs["repo"], kwargs["issue_number"],
                            kwargs["delivery_id"], kwargs["trigger"])
-            localize_issue.apply_async(kwargs={**job.as_kwargs(), "after_index": True},
+            again = {**job.as_kwargs(), "after_index": True}
+            if isinstance(kwargs.get("listed"), list):  # answered before history was fetched
+                again["listed"] = [str(i) for i in kwargs["listed"]]
+            localize_issue.apply_async(kwargs=again,
                                        task_id=f"{job.delivery_id}:indexed")
         except Exception as exc:  # the partial comment stays; `/spider` refreshes it
             log.warning("issue job not run again after indexing",

@@ -1,11 +1,16 @@
 """``spider bench speed``: what a first and a later comment cost, measured in one run.
 
-On one repository commit, in one process (plus two child processes for the CLI):
-encoder throughput per backend on the same function texts, the full cold index with the
-shipped backend, the cold path's time to a first ranking (only the pool embedded), the
-warm index load, query latency p50/p99 over N issues and the wall time of a warm
-``spider locate`` in a new process. Every step records the load average beside its
-figure: on a shared machine, compare ratios measured in the same run.
+On one repository commit, in one process (plus child processes for the CLI):
+whether the CPU multiplies bf16 natively (the torch-bf16 rows mean little where not),
+encoder throughput per backend on the same function texts, the ONNX thread setting's
+effect (idle threads spinning or not, timed in alternation), the full cold index with the
+shipped backend, the cold path's time to a first ranking (only the pool embedded, or the
+whole repository where a pool would cost nearly as much), the warm index load, the
+history window read from its commit parses and from the kept snapshot, query latency
+p50/p99 over N issues, and a warm ``spider locate`` in a new process: wall, CPU, and
+its imports (seconds, and whether any heavy library was imported). Every step records
+the load average beside its figure: on a shared machine, compare ratios measured in the
+same run.
 
 The webhook-to-comment latency through the dev stack is the app's half: ``--hook CMD``
 runs and times any command (e.g. a ``spider-bot-replay`` invocation) as one more row.
@@ -28,14 +33,17 @@ from typing import Any
 
 import numpy as np
 
+from spider.cpu import has_native_bf16
 from spider.models import Issue
 from spider.retrieve.dense import BACKENDS
-from spider.settings import DEFAULT_COLD_POOL, EngineSettings
+from spider.settings import DEFAULT_COLD_POOL, EngineSettings, embeds_whole
 
 WARMUP_TEXTS = 8  # embedded before timing a backend: model load is reported apart
 DEFAULT_SAMPLE = 512  # function texts per backend throughput measurement (0 = every function)
 DEFAULT_QUERIES = 20  # issues for the latency percentiles
 CLI_TIMEOUT_S = 600  # a warm CLI run that takes longer than this is a failure, not a figure
+# what a warm query must never import (seconds each, and the encoder's torch stack)
+HEAVY_MODULES = ("torch", "transformers", "sentence_transformers", "bm25s", "scipy")
 
 
 def _load() -> float:
@@ -135,6 +143,8 @@ def measure_speed(
     from spider.source import GitSource
 
     run = SpeedRun(repo=str(repo), commit=commit)
+    run.add("CPU multiplies bf16 natively (1 = yes)", float(has_native_bf16()), "",
+            encoder=base.encoder)
     work.mkdir(parents=True, exist_ok=True)
     export = work / "export"
     delta = settings_delta(base)  # tuned weights: every backend embeds with them
@@ -174,6 +184,12 @@ def measure_speed(
     for backend, rate in rates.items():
         if ref and backend != "torch":
             run.add(f"speed-up {backend} / torch", rate / ref, "x")
+    if "onnx" in rates:
+        ratio = _spinning_ratio(model_dir(), export, base.max_seq_length, texts,
+                                base.embed_batch_size)
+        run.add("onnx fp32: idle threads not spinning / spinning", ratio, "x",
+                texts=len(texts), rounds=ROUNDS)
+        log(f"threads not spinning / spinning {ratio:.2f}")
 
     if full:
         _, secs = _timed(index.vectors)
@@ -195,13 +211,15 @@ def measure_speed(
     loc, secs = _timed(first_ranking)
     graph_s = next(s.value for s in run.steps if s.name.startswith("graph")) or 0.0
     run.add("cold path: first ranking (graph cached)", secs, "s", pool=pool,
-            partial=loc.settings.partial is not None)  # fmt: skip
+            partial=loc.settings.partial is not None,
+            whole=embeds_whole(run.functions, pool))  # fmt: skip
     run.add("cold path: first ranking incl. graph", secs + graph_s, "s")
     log(f"cold first ranking {secs:.1f} s")
 
     if full:
         warm, secs = _timed(lambda: build_index(GitSource(repo, commit), settings))
         run.add("warm index load (in process)", secs, "s", vectors=warm.stats.get("vectors_from"))
+        _history_rows(run, repo, commit, settings)
         warm_settings = settings
         lat = []
         locate(warm, issues[0], warm_settings)  # the query encoder's load is not a query
@@ -214,6 +232,9 @@ def measure_speed(
         wall, cpu = _cli_wall(repo, commit, main, issues[0], base)
         run.add("warm CLI locate (new process): wall", wall, "s", encoder=base.encoder)
         run.add("warm CLI locate (new process): CPU user+sys", cpu, "s")
+        imports, heavy = _cli_imports(repo, commit, main, issues[0], base)
+        run.add("warm CLI locate (new process): imports", imports, "s",
+                heavy=",".join(heavy) or "none")
     if hook:
         done, secs = _timed(lambda: subprocess.run(hook, shell=True, check=False))
         run.add("hook", secs, "s", command=hook, returncode=done.returncode)
@@ -252,12 +273,42 @@ def _delta_ratio(
     return best[0] / best[1] if best[1] else 0.0
 
 
-def _cli_wall(
-    repo: Path, commit: str, cache: Path, issue: Issue, settings: EngineSettings
-) -> tuple[float | None, float | None]:
-    """Wall and CPU (user + system) seconds of a warm ``spider locate`` in a fresh process
-    (the second of two). On a busy machine the CPU time bounds the quiet machine's wall."""
-    env = {
+def _spinning_ratio(
+    model_dir: Path, export: Path, max_seq_length: int, texts: Sequence[str], batch: int
+) -> float:
+    """fp32 ONNX throughput with idle threads not spinning (the shipped setting) over
+    spinning (ONNX Runtime's default), timed in alternation; the best of each counts."""
+    from spider.retrieve.onnx_encoder import OnnxModel, onnx_paths
+
+    graph = onnx_paths(model_dir, export)[0]
+    models = [OnnxModel(graph, model_dir, max_seq_length, spinning=spin) for spin in (False, True)]
+    for m in models:
+        m.encode(list(texts[:WARMUP_TEXTS]), batch)
+    best = [float("inf"), float("inf")]
+    for _ in range(ROUNDS):
+        for n, m in enumerate(models):
+            _, secs = _timed(lambda m=m: m.encode(list(texts), batch))
+            best[n] = min(best[n], secs)
+    return best[1] / best[0] if best[0] else 0.0
+
+
+def _history_rows(run: SpeedRun, repo: Path, commit: str, settings: EngineSettings) -> None:
+    """The history window as a query reads it: from the commits' cached parses (what each
+    new process did before the snapshot was kept) and from the kept snapshot."""
+    from spider.index import build_index
+    from spider.source import GitSource
+
+    kept = settings.cache_dir / "history"
+    shutil.rmtree(kept, ignore_errors=True)  # the parses stay cached in history.sqlite
+    for name in ("history window: from the commits' cached parses", "history window: kept"):
+        index = build_index(GitSource(repo, commit), settings)
+        history, secs = _timed(index.history)
+        history.scores("speed")  # its BM25 over the messages: built, then read back
+        run.add(name, secs, "s", commits=history.commits)
+
+
+def _cli_env(cache: Path, settings: EngineSettings) -> dict[str, str]:
+    return {
         **os.environ,
         "SPIDER_CACHE_DIR": str(cache),
         "SPIDER_ENCODER": settings.encoder,
@@ -265,6 +316,37 @@ def _cli_wall(
         "SPIDER_ENCODER_DELTA": settings.encoder_delta,
         "SPIDER_MAX_SEQ_LENGTH": str(settings.max_seq_length),
     }
+
+
+def _cli_imports(
+    repo: Path, commit: str, cache: Path, issue: Issue, settings: EngineSettings
+) -> tuple[float | None, list[str]]:
+    """Seconds a warm ``spider locate`` spends importing (``python -X importtime``, every
+    module's own time summed) and which of :data:`HEAVY_MODULES` it imported."""
+    cmd = [sys.executable, "-X", "importtime", "-m", "spider.cli", "locate", str(repo),
+           "--rev", commit, "--issue", issue.text, "--json"]  # fmt: skip
+    done = subprocess.run(cmd, env=_cli_env(cache, settings), capture_output=True, text=True,
+                          check=False, timeout=CLI_TIMEOUT_S)  # fmt: skip
+    if done.returncode != 0:
+        return None, []
+    total_us = 0
+    seen: set[str] = set()
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or line.count("|") != 2:
+            continue
+        own, _, name = line[len("import time:"):].split("|")
+        if own.strip().isdigit():  # the header line's columns are names
+            total_us += int(own.strip())
+        seen.add(name.strip().split(".")[0])
+    return total_us / 1e6, [m for m in HEAVY_MODULES if m in seen]
+
+
+def _cli_wall(
+    repo: Path, commit: str, cache: Path, issue: Issue, settings: EngineSettings
+) -> tuple[float | None, float | None]:
+    """Wall and CPU (user + system) seconds of a warm ``spider locate`` in a fresh process
+    (the second of two). On a busy machine the CPU time bounds the quiet machine's wall."""
+    env = _cli_env(cache, settings)
     cmd = [sys.executable, "-m", "spider.cli", "locate", str(repo), "--rev", commit,
            "--issue", issue.text, "--json"]  # fmt: skip
     wall: float | None = None

@@ -1,4 +1,8 @@
-"""Lexical ranking with BM25 (bm25s) over code-aware tokens."""
+"""Lexical ranking with BM25 (bm25s) over code-aware tokens.
+
+bm25s (and scipy under it) is imported only to build an index; a saved one is read and
+scored with numpy (:mod:`spider.retrieve.bm25_saved`), the same scores without the import.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,12 @@ import logging
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
-import bm25s
 import numpy as np
 
 from spider.errors import IndexFormatError
+from spider.retrieve.bm25_saved import SavedBM25
 from spider.retrieve.signals import code_written_names, plain_common_word
 from spider.retrieve.tokenize import code_tokens, is_code_shaped, word_keys
 
@@ -35,8 +40,10 @@ class LexicalIndex:
         return index
 
     def _build(self, corpus: list[list[str]]) -> None:
+        import bm25s  # scipy under it: only building an index needs them
+
         self.size = len(corpus)
-        self._bm25 = bm25s.BM25()
+        self._bm25: Any = bm25s.BM25()
         if corpus:
             self._bm25.index([doc or ["<empty>"] for doc in corpus], show_progress=False)
         self._vocabulary()
@@ -61,7 +68,15 @@ class LexicalIndex:
     @classmethod
     def load(cls, folder: Path) -> LexicalIndex:
         """An index written by :meth:`save`."""
+        bm: Any = SavedBM25.load(folder)  # IndexFormatError when unreadable
+        if bm is not None:
+            index = cls.__new__(cls)
+            index._bm25, index.size = bm, int(bm.scores["num_docs"])
+            index._vocabulary()
+            return index
         try:
+            import bm25s
+
             bm = bm25s.BM25.load(str(folder), show_progress=False)
             size = int(bm.scores["num_docs"])
         except (OSError, ValueError, KeyError, TypeError) as exc:

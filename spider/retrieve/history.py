@@ -9,14 +9,20 @@ ranker (``spider.features``).
 
 A commit's parse never changes, so parses are cached by commit hash in
 ``cache_dir/history.sqlite``: a new commit of the same repository reads only what is new.
+What an index makes of them (each function's and file's messages, and the BM25 indexes
+over those) is kept too, under ``cache_dir/history/``, by the commits read and the
+index's functions and files: a warm query reads one file instead of 2,000 parses.
 A shallow clone has little or no history; its functions then simply have none.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 import re
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from spider.commit_messages import clean_message
-from spider.errors import SourceError
+from spider.errors import IndexFormatError, SourceError
 from spider.retrieve.bm25 import LexicalIndex
 from spider.retrieve.signals import plain_common_word
 from spider.retrieve.tokenize import code_tokens
@@ -34,6 +40,7 @@ from spider.sqlite_table import SqliteTable
 log = logging.getLogger(__name__)
 
 HISTORY_VERSION = "1"  # bump when what a cached commit parse holds changes
+SNAPSHOT_VERSION = "1"  # bump when what a kept FunctionHistory (or its BM25) holds changes
 MAX_FILES = 40  # a commit touching more source files is a sweep (reformat, rename): skipped
 MAX_MESSAGE_CHARS = 600  # of each cleaned message
 MAX_MESSAGES = 30  # most recent messages kept per function or file
@@ -260,6 +267,7 @@ class FunctionHistory:
     messages: list[str]
     positions: list[int] = field(default_factory=list)  # per message: its commit's age (0 = newest)
     _lexical: dict[str, tuple[np.ndarray, LexicalIndex]] = field(default_factory=dict)
+    folder: Path | None = None  # where it is kept (its BM25 indexes are saved there too)
 
     @classmethod
     def empty(cls, functions: int, files: int) -> FunctionHistory:
@@ -334,13 +342,86 @@ class FunctionHistory:
         lists = self.function_messages if level == "function" else self.file_messages
         if level not in self._lexical:
             rows = np.array([i for i, x in enumerate(lists) if x], dtype=np.int64)
-            docs = ["\n".join(self.messages[m] for m in lists[i][:MAX_MESSAGES]) for i in rows]
-            self._lexical[level] = (rows, LexicalIndex(docs))
+            self._lexical[level] = (rows, self._message_index(level, lists, rows))
         rows, lexical = self._lexical[level]
         out = np.zeros(len(lists), dtype=np.float64)
         if len(rows):
             out[rows] = lexical.scores(query)
         return out
+
+
+    def _message_index(self, level: str, lists: list[list[int]], rows: np.ndarray) -> LexicalIndex:
+        """BM25 over the messages of ``rows``: read from :attr:`folder` when kept there,
+        else built (and kept)."""
+        saved = self.folder / f"bm25-{level}" if self.folder is not None else None
+        if saved is not None and saved.is_dir():
+            try:
+                index = LexicalIndex.load(saved)
+                if index.size == len(rows):
+                    return index
+            except IndexFormatError as exc:
+                log.warning("rebuilding history BM25: %s", exc)
+            shutil.rmtree(saved, ignore_errors=True)
+        docs = ["\n".join(self.messages[m] for m in lists[i][:MAX_MESSAGES]) for i in rows]
+        index = LexicalIndex(docs)
+        if saved is not None:
+            index.save(saved)
+        return index
+
+    def to_json(self) -> str:
+        """What :func:`load_history` keeps of it (not its BM25 indexes: saved beside)."""
+        return json.dumps({
+            "v": SNAPSHOT_VERSION, "commits": self.commits, "fn": self.function_messages,
+            "fl": self.file_messages, "m": self.messages, "p": self.positions,
+        })
+
+    @classmethod
+    def from_json(cls, text: str, folder: Path) -> FunctionHistory:
+        """Read :meth:`to_json` back; ValueError (or KeyError) when it is not one."""
+        data = json.loads(text)
+        if data.get("v") != SNAPSHOT_VERSION:
+            raise ValueError(f"history snapshot version {data.get('v')!r}")
+        return cls(int(data["commits"]), data["fn"], data["fl"], data["m"], data["p"],
+                   folder=folder)
+
+
+def snapshot_key(
+    shas: Sequence[str], function_keys: Sequence[tuple[str, str]], file_paths: Sequence[str]
+) -> str:
+    """What a kept :class:`FunctionHistory` is made of: the commits read, the index's
+    functions (path, short name) and files."""
+    h = hashlib.sha256(f"{SNAPSHOT_VERSION}:{HISTORY_VERSION}".encode())
+    for part in (shas, ["\0".join(k) for k in function_keys], file_paths):
+        h.update("\n".join(part).encode("utf-8", "surrogatepass"))
+        h.update(b"\x1e")
+    return h.hexdigest()[:32]
+
+
+def _kept(folder: Path) -> FunctionHistory | None:
+    """The snapshot kept in ``folder``, or None (absent, or unreadable: made again)."""
+    path = folder / "history.json"
+    try:
+        return FunctionHistory.from_json(path.read_text(encoding="utf-8"), folder)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("ignoring history snapshot %s: %s", path, exc)
+        return None
+
+
+def _keep(history: FunctionHistory, folder: Path) -> None:
+    """Write ``history`` to ``folder`` (renamed into place; a full disk costs only time)."""
+    path = folder / "history.json"
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(history.to_json(), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("history snapshot not kept: %s", exc)
+        tmp.unlink(missing_ok=True)
+        return
+    history.folder = folder
 
 
 def load_history(
@@ -358,6 +439,10 @@ def load_history(
     shas = recent_commits(git_dir, commit, limit)
     if not shas:
         return FunctionHistory.empty(len(function_keys), len(file_paths))
+    folder = cache_dir / "history" / snapshot_key(shas, function_keys, file_paths)
+    kept = _kept(folder)
+    if kept is not None:
+        return kept
     cache = CommitCache(cache_dir)
     try:
         edits = cache.read(git_dir, shas)
@@ -366,4 +451,6 @@ def load_history(
         return FunctionHistory.empty(len(function_keys), len(file_paths))
     finally:
         cache.close()
-    return FunctionHistory.from_commits(edits, function_keys, file_paths)
+    history = FunctionHistory.from_commits(edits, function_keys, file_paths)
+    _keep(history, folder)
+    return history

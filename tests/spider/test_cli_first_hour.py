@@ -410,3 +410,23 @@ def test_the_quick_start_indexes_the_product_not_its_dev_only_tools() -> None:
     assert why.get(fake) is not None and demo_answer not in why
     readme = (root / "README.md").read_text(encoding="utf-8")
     assert "X-Hub-Signature-256" in readme  # the demo issue, whose answer is in bot/
+
+
+def test_a_pool_nearly_as_big_as_the_repository_embeds_it_whole(tree: Path, tmp_path: Path) -> None:
+    import math
+
+    from spider.index import build_index
+    from spider.localize import locate
+    from spider.models import Issue
+    from spider.settings import COLD_FULL_RATIO, embeds_whole
+    from spider.source import DirectorySource
+
+    assert embeds_whole(1349, 1000) and not embeds_whole(1501, 1000) and embeds_whole(9, 0)
+    n = len(build_index(DirectorySource(tree), EngineSettings(cache_dir=tmp_path / "count"),
+                        embed=False).function_ids)
+    pool = math.ceil(n / COLD_FULL_RATIO)  # the pool would embed most of it anyway
+    settings = EngineSettings(cache_dir=tmp_path / "cache", first_stage="hybrid", cold_pool=pool)
+    idx = build_index(DirectorySource(tree), settings)
+    assert idx.stats["partial_index"] is False and idx.stats["embedded"] == n
+    title, _, body = ISSUE.partition("\n")
+    assert locate(idx, Issue(title=title, body=body), settings).settings.partial is None

@@ -138,6 +138,25 @@ def test_index_history_scores_the_functions_an_issue_recalls(
     assert sorted(files.tolist()) == [1.0, 2.0]
 
 
+def test_an_index_history_is_kept_and_read_back_without_the_commit_cache(
+    repo: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    path, _ = repo
+    query = "Loading crashes on an empty configuration file"
+    first = _index(path, tmp_path).history()
+    expected = (first.scores(query), first.scores(query, "file"), first.counts())
+    assert first.folder is not None and (first.folder / "history.json").is_file()
+    (tmp_path / "cache" / "history.sqlite").unlink()  # parses not read again: the snapshot is
+    again = _index(path, tmp_path).history()
+    assert again.folder == first.folder and again.messages == first.messages
+    assert not (tmp_path / "cache" / "history.sqlite").exists()
+    assert np.array_equal(again.scores(query), expected[0])  # its BM25 read back, not built
+    assert np.array_equal(again.scores(query, "file"), expected[1])
+    assert np.array_equal(again.counts(), expected[2])
+    (first.folder / "history.json").write_text("{not json")  # a broken one is made again
+    assert _index(path, tmp_path).history().messages == first.messages
+
+
 def test_history_stops_at_the_indexed_commit(
     repo: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:

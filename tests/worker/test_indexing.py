@@ -142,6 +142,7 @@ def test_a_rerun_still_partial_promises_nothing_and_asks_for_no_more_runs(
 
 def test_a_warm_repository_is_answered_from_the_full_index(
         deps: Deps, fake: FakeGitHub, engine: StubEngine, queued: list[IndexJob]) -> None:
+    deps.mirrors.fetch(REPO, "main", None)  # the index job on install fetched its history
     fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
     assert run_job(IssueJob(INSTALLATION, REPO, 1, "d1", "issues.opened"), deps).status == "created"
     assert "partial index" not in fake.bot_comments(REPO, 1)[0].body
@@ -151,8 +152,36 @@ def test_a_warm_repository_is_answered_from_the_full_index(
 def test_the_cold_path_can_be_turned_off(deps: Deps, fake: FakeGitHub, engine: StubEngine,
                                          queued: list[IndexJob]) -> None:
     deps.settings = deps.settings.model_copy(update={"issue_cold_pool": 0})
+    deps.mirrors.fetch(REPO, "main", None)  # with its history: nothing left to fetch later
     engine.cold = True  # index_for_issue is not asked: the job embeds everything itself
     fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
     run_job(IssueJob(INSTALLATION, REPO, 1, "d1", "issues.opened"), deps)
     assert "partial index" not in fake.bot_comments(REPO, 1)[0].body
     assert len(engine.indexed) == 1 and queued == []
+
+
+def test_history_is_fetched_after_the_first_answer_which_is_edited_only_if_it_changes(
+        deps: Deps, fake: FakeGitHub, engine: StubEngine, queued: list[IndexJob],
+        redis_client: redis.Redis, repo_path: Path) -> None:
+    write(repo_path, {"httpkit/extra.py": "def extra():\n    return 1\n"})
+    commit(repo_path, "Add extra")  # a history below the head
+    fake.add_issue(REPO, 1, "Header parsing loses values", BODY)
+    job = IssueJob(INSTALLATION, REPO, 1, "d1", "issues.opened")
+    assert run_job(job, deps).status == "created"  # ranked from the head alone
+    git_dir = deps.mirrors.path_for(REPO)
+    head = git(repo_path, "rev-parse", "HEAD")
+    assert git(git_dir, "rev-list", head).split() == [head]  # no history window waited for
+    assert index_state.indexed(redis_client, REPO) is None  # the index job still has work
+    (first,) = fake.bot_comments(REPO, 1)
+    assert "partial index" not in first.body
+    out = run_index(queued[0], deps)  # fetches the window, hands the issue job back
+    assert out.status == "indexed" and len(git(git_dir, "rev-list", head).split()) > 1
+    (rerun,) = out.reruns
+    assert rerun["after_index"] and rerun["listed"] == [
+        "httpkit/headers.py:parse_header", "httpkit/session.py:Session.read_headers",
+        "httpkit/session.py:Session.send"]
+    again = run_job(job, deps, after_index=True, listed=rerun["listed"])
+    assert again.status == "unchanged"  # the same list: the comment is not edited
+    assert fake.bot_comments(REPO, 1)[0].body == first.body
+    changed = run_job(job, deps, after_index=True, listed=["elsewhere.py:f"])
+    assert changed.reason != again.reason  # another list: published (same body here: kept)

@@ -201,3 +201,21 @@ def test_a_repository_too_large_with_history_is_mirrored_without_it(settings: Ap
         Mirrors(settings.model_copy(update={"max_repo_kb": 1}), depth=10).fetch(
             "acme/grown", "main", token=None
         )
+
+
+def test_an_answer_never_waits_for_the_history_window(
+    settings: AppSettings, repo_path: Path
+) -> None:
+    _history(repo_path, 4)
+    mirrors = Mirrors(settings, depth=3)
+    first = mirrors.fetch(REPO, "main", token=None, history=False)
+    assert first.history_pending  # the head alone: the index job brings the window
+    assert git(first.git_dir, "rev-list", first.sha).split() == [first.sha]
+    indexed = mirrors.fetch(REPO, "main", token=None)  # what the index job fetches
+    assert not indexed.history_pending
+    assert len(git(indexed.git_dir, "rev-list", indexed.sha).split()) == 3
+    write(repo_path, {"app.py": "def handler():\n    return 'new'\n"})
+    new = commit(repo_path, "One more change")
+    later = mirrors.fetch(REPO, "main", token=None, history=False)  # the window is held
+    assert later.sha == new and not later.history_pending
+    assert len(git(later.git_dir, "rev-list", new).split()) == 4

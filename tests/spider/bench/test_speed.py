@@ -22,8 +22,8 @@ def test_speed_measures_every_step(tmp_path: Path) -> None:
     sha = commit_files(repo, CODE, "base")
     settings = EngineSettings(encoder="onnx-int8", cold_pool=4)
     run = measure_speed(
-        repo, sha, base=settings, work=tmp_path / "work", backends=["onnx-int8"], sample=4,
-        queries=3, issue_texts=["f3 returns the wrong value\nit adds 3"],
+        repo, sha, base=settings, work=tmp_path / "work", backends=["onnx-int8", "onnx"],
+        sample=4, queries=3, issue_texts=["f3 returns the wrong value\nit adds 3"],
     )  # fmt: skip
     names = [s.name for s in run.steps]
     assert run.functions == 12
@@ -33,6 +33,13 @@ def test_speed_measures_every_step(tmp_path: Path) -> None:
     assert by_name["cold path: first ranking (graph cached)"].detail["partial"] is True
     assert by_name["warm index load (in process)"].detail["vectors"] == "matrix"
     assert by_name["warm CLI locate (new process): wall"].value is not None
+    imports = by_name["warm CLI locate (new process): imports"]
+    assert imports.value is not None and imports.value > 0
+    assert imports.detail["heavy"] == "none"  # no torch, transformers, bm25s or scipy
+    assert by_name["onnx fp32: idle threads not spinning / spinning"].value > 0
+    assert by_name["CPU multiplies bf16 natively (1 = yes)"].value in (0.0, 1.0)
+    for name in ("history window: from the commits' cached parses", "history window: kept"):
+        assert by_name[name].detail["commits"] == 0  # one commit: no history before it
     write_speed(run, tmp_path / "speed.json")
     data = json.loads((tmp_path / "speed.json").read_text())
     assert data["functions"] == 12 and len(data["steps"]) == len(run.steps)

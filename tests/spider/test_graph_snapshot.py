@@ -1,0 +1,48 @@
+"""The pickled snapshot of a cached graph: read back equal to its JSON, ignored when stale."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import networkx as nx
+
+from spider.graph_snapshot import read_snapshot, snapshot_path, write_snapshot
+from spider.index import GRAPH_CACHE_VERSION, load_or_build_graph
+from spider.settings import EngineSettings
+from spider.source import GitSource
+from tests.spider.bench.helpers import commit_files, init_repo
+
+CODE = {"pkg/m.py": "def f(x):\n    return g(x)\n\n\ndef g(x):\n    return x\n\n\nclass C:\n"
+        "    def run(self):\n        return f(1)\n"}
+
+
+def test_a_warm_start_reads_the_snapshot_made_from_the_json(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    sha = commit_files(repo, CODE, "base")
+    settings = EngineSettings(cache_dir=tmp_path / "cache")
+    _, cached = load_or_build_graph(GitSource(repo, sha), settings)
+    assert not cached
+    (json_path,) = (tmp_path / "cache" / "graphs").glob("*.json.gz")
+    kept = snapshot_path(json_path)
+    assert not kept.exists()  # taken at the first read, from the JSON
+    from_json, cached = load_or_build_graph(GitSource(repo, sha), settings)
+    assert cached and kept.exists()
+    from_pickle, cached = load_or_build_graph(GitSource(repo, sha), settings)
+    assert cached and from_pickle is not from_json
+    assert nx.utils.graphs_equal(from_pickle.g, from_json.g)
+    assert from_pickle.commit == sha and from_pickle.stats == from_json.stats
+
+
+def test_a_stale_or_damaged_snapshot_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "k.pickle"
+    path.write_bytes(b"not a pickle")
+    assert read_snapshot(path, GRAPH_CACHE_VERSION) is None
+    path.write_bytes(pickle.dumps((("0", "3.0", "0"), "x")))
+    assert read_snapshot(path, GRAPH_CACHE_VERSION) is None
+    assert read_snapshot(tmp_path / "absent.pickle", GRAPH_CACHE_VERSION) is None
+    from spider.graph.model import CodeGraph
+
+    write_snapshot(CodeGraph(commit="abc"), path, GRAPH_CACHE_VERSION)
+    assert read_snapshot(path, GRAPH_CACHE_VERSION).commit == "abc"
+    assert read_snapshot(path, "another version") is None
