@@ -108,10 +108,17 @@ def test_the_cli_defaults_are_the_corpus_defaults_and_load_no_fitting_code() -> 
         corpus.DEFAULT_POOL,
         corpus.DEFAULT_MAX_PER_REPO,
     )
-    probe = "import sys, spider.cli; print(sorted(m for m in sys.modules if m.startswith(('scipy', 'sklearn', 'lightgbm', 'spider.learn.'))))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    # the command modules only: their fitting code is imported when a command runs
-    assert out.stdout.strip() == (
+    def loaded(imports: str) -> str:
+        probe = (f"import sys, {imports}; print(sorted(m for m in sys.modules if m.startswith("
+                 "('scipy', 'sklearn', 'lightgbm', 'spider.learn.', 'spider.bench.'))))")
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             check=True)
+        return out.stdout.strip()
+
+    # `spider locate` and `spider index` load neither the training nor the benchmark code
+    assert loaded("spider.cli") == "[]"
+    # `spider train` loads its command modules only: the fitting code when a command runs
+    assert loaded("spider.learn.cli") == (
         "['spider.learn.cli', 'spider.learn.cross_cli', 'spider.learn.delta_cli']"
     )
 
