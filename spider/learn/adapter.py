@@ -27,7 +27,7 @@ import numpy as np
 from spider.dataset import Instance
 from spider.errors import InputError
 from spider.learn.corpus import BENCHMARK_REPOS
-from spider.learn.cv import repository_folds
+from spider.learn.cv import CVReport, repository_folds
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.ranker import mean_metrics, metrics
 from spider.retrieve.adapter import QueryAdapter
@@ -206,10 +206,10 @@ def cross_validate(
     grid: Sequence[AdapterParams] = GRID,
     *,
     folds: int = 5,
-) -> dict[str, Any]:
+) -> CVReport[AdapterParams]:
     """Each grid point's out-of-fold figures against the identity's on the same pools;
-    the chosen point is the best Recall@20, then MRR@20; it ``pays`` when it beats the
-    identity on both."""
+    the chosen point (the report's ``chosen``) is the best Recall@20, then MRR@20; it
+    ``pays`` when it beats the identity on both."""
     splits = list(repository_folds(rows, _repo, folds))
     identity = mean_metrics([m for _held, _train, test in splits for m in per_issue(test, None)])
     points = []
@@ -226,8 +226,12 @@ def cross_validate(
             }
         )
         log.info("adapter %s: %s", asdict(params), points[-1]["adapter"])
-    best = max(points, key=lambda p: (p["adapter"]["R@20"], p["adapter"]["MRR@20"]))
-    return {
+    at = max(
+        range(len(points)),
+        key=lambda i: (points[i]["adapter"]["R@20"], points[i]["adapter"]["MRR@20"]),
+    )
+    best = points[at]
+    figures = {
         "chosen_by": f"{len(splits)} folds of whole repositories: best Recall@20, then MRR@20, "
         "of the edited functions among each held-out pool by cosine alone",
         "instances": len(rows),
@@ -237,6 +241,7 @@ def cross_validate(
         "chosen": {**best, "identity": identity},
         "pays": all(best["adapter"][k] > identity[k] for k in ("R@20", "MRR@20")),
     }
+    return CVReport(grid[at], len(rows), f"{len(splits)} folds of whole repositories", figures)
 
 
 COMMENT = (

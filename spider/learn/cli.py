@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 import numpy as np
 import typer
@@ -51,6 +51,9 @@ from spider.learn import cross_cli, delta_cli
 from spider.progress import INSTANCES, Progress, ended
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, template_resolver
+
+if TYPE_CHECKING:
+    from spider.learn.cv import CVReport
 
 GROUP = "train"  # the command group: `spider train ...` in every recorded command line
 DEFAULT_K = 20  # the budget K the fits are scored at (EngineSettings' default)
@@ -89,7 +92,7 @@ class Fitting(Generic[_T, _W]):
     """What a fitting command declares; :func:`run_fit` does the rest."""
 
     collect: Callable[[Sequence[Instance], RepoResolver, EngineSettings, Path], list[_T]]
-    cross_validate: Callable[[list[_T], int], dict[str, Any]]  # leave-one-repository-out
+    cross_validate: Callable[[list[_T], int], CVReport[Any]]  # leave-one-repository-out
     cv_file: str  # the CV report, written into --out
     describe: Callable[[dict[str, Any]], str] = lambda cv: json.dumps(cv, indent=2)
     weights: Callable[[list[_T], dict[str, Any], int], _W] | None = None  # fit on everything
@@ -145,7 +148,7 @@ def run_fit(
                 raise exit_error("no instance could be collected")
             if progress is not None:
                 progress(CROSS_VALIDATING, 0, None)
-            cv = spec.cross_validate(data, settings.k)
+            cv = spec.cross_validate(data, settings.k).to_json()
             ended(progress, CROSS_VALIDATING)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
@@ -307,7 +310,8 @@ def ranker(
             d.name if names.count(d.name) == 1 else str(d): read_corpus(d) for d in dev_dirs or []
         }
         bench += weak_bench
-        params, cv, calibration = fitting.cross_validate(rows, folds=folds, weak=weak)
+        report = fitting.cross_validate(rows, folds=folds, weak=weak)
+        params, calibration, cv = report.chosen.params, report.chosen.calibration, report.to_json()
         if curve:
             cv["learning_curve"] = fitting.learning_curve(rows, params, folds=folds, weak=weak)
     except SpiderError as exc:
@@ -383,7 +387,7 @@ def encoder(
             mine = [i for i in instances if (d / f"{i.instance_id}.npz").exists()]
             queries.update(fitting.embed_windows(mine, enc, settings, d / fitting.QUERIES_FILE))
         rows, skipped = fitting.adapter_rows(files, queries)
-        cv = fitting.cross_validate(rows, folds=folds)
+        cv = fitting.cross_validate(rows, folds=folds).to_json()
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
     cv["left_out"] = skipped

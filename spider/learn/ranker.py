@@ -29,9 +29,10 @@ from spider.calibration import Calibration
 from spider.errors import InputError
 from spider.features import HISTORY_FEATURES, RANKER_FEATURES
 from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow
-from spider.learn.cv import repository_folds
+from spider.learn.cv import CVReport, repository_folds
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.platt import fit_platt
+from spider.metrics import reciprocal_rank
 from spider.pool_rank import PoolRanker, TreeEnsemble, prior_scores
 
 log = logging.getLogger(__name__)
@@ -239,8 +240,7 @@ def metrics(y: np.ndarray, labels: int) -> dict[str, float]:
     for k in KS:
         out[f"R@{k}"] = min(float(y[:k].sum()), labels) / labels
     out["A@20"] = float(y[:20].sum() >= labels)
-    hits = np.flatnonzero(y[:20])
-    out["MRR@20"] = 1.0 / (hits[0] + 1) if len(hits) else 0.0
+    out["MRR@20"] = reciprocal_rank(y, 20)
     return out
 
 
@@ -326,6 +326,14 @@ def loro(
     return report, top
 
 
+@dataclass(frozen=True)
+class RankerChoice:
+    """What the pool ranker's CV chooses: the parameters and their out-of-fold calibration."""
+
+    params: Params
+    calibration: Calibration
+
+
 def calibrate(top: Sequence[tuple[float, int]]) -> Calibration:
     """Platt scaling of out-of-fold first-item scores (:func:`spider.learn.platt.fit_platt`:
     flat at a single class)."""
@@ -338,9 +346,9 @@ def cross_validate(
     key: str = "R@20",
     folds: int = 0,
     weak: Sequence[CorpusRow] = (),
-) -> tuple[Params, dict[str, Any], Calibration]:
-    """The grid point with the best leave-repository-out ``key`` (MRR@20 breaks ties),
-    every point's figures, and the chosen point's out-of-fold calibration."""
+) -> CVReport[RankerChoice]:
+    """The grid point with the best leave-repository-out ``key`` (MRR@20 breaks ties) and
+    its out-of-fold calibration (the report's ``chosen``), and every point's figures."""
     if len({r.repo for r in rows}) < 2:
         raise InputError("leave-one-repository-out CV needs instances from at least 2 repositories")
     points: list[tuple[Params, dict[str, Any], list[tuple[float, int]]]] = []
@@ -349,8 +357,9 @@ def cross_validate(
         log.info("%s: %s", params, report["ranker"])
         points.append((params, report, top))
     best = max(points, key=lambda p: (p[1]["ranker"][key], p[1]["ranker"]["MRR@20"]))
+    how = f"{folds} groups of repositories" if folds else "leave one repository out"
     cv = {
-        "folds": f"{folds} groups of repositories" if folds else "leave one repository out",
+        "folds": how,
         "chosen_by": key,
         "chosen": best[1],
         "grid": [
@@ -358,7 +367,7 @@ def cross_validate(
             for p in points
         ],
     }
-    return best[0], cv, calibrate(best[2])
+    return CVReport(RankerChoice(best[0], calibrate(best[2])), len(rows), how, cv)
 
 
 def learning_curve(

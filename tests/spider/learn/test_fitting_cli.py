@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from spider.dataset import Instance
 from spider.learn import cli
+from spider.learn.cv import CVReport
 from tests.spider.rows import write_two_repo_dataset
 
 runner = CliRunner()
@@ -50,8 +51,8 @@ def fake_selector(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         seen.update(rows=[r.instance_id for r in rows], k=settings.k)
         return ["rec-a", "rec-b"]
 
-    def fake_cv(data: list[str], k: int) -> dict[str, Any]:
-        return {"margin": 2.0, "data": data, "k": k}
+    def fake_cv(data: list[str], k: int) -> CVReport[float]:
+        return CVReport(2.0, len(data), "fake", {"margin": 2.0, "data": data, "k": k})
 
     def fake_write(
         weights: Any, cv: dict[str, Any], command: str, path: Path, comment: str = ""
@@ -147,9 +148,10 @@ def test_every_fitting_command_runs_the_one_body(
         calls.append("collect:" + ",".join(r.instance_id for r in rows))
         return ["rec-a", "rec-b"]
 
-    def fake_cv(data: list[str], *_: Any, **__: Any) -> dict[str, Any]:
+    def fake_cv(data: list[str], *_: Any, **__: Any) -> CVReport[None]:
         calls.append("cv")
-        return {"data": data, "C": 1.0, "pool": 10, "margin": 0.5}
+        figures = {"data": data, "C": 1.0, "pool": 10, "margin": 0.5}
+        return CVReport(None, len(data), "fake", figures)
 
     def fake_write(weights: Any, *args: Any, **_: Any) -> None:
         path = next(a for a in args if isinstance(a, Path))
