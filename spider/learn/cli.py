@@ -77,6 +77,38 @@ PoolOpt = Annotated[
     int, typer.Option(help="candidates kept per instance (the corpus's pool: the cold path's too)")
 ]
 MaxPerRepoOpt = Annotated[int, typer.Option(help="instances per repository at most")]
+FoldsOpt = Annotated[
+    int,
+    typer.Option(
+        help="CV folds of whole repositories (0 = one repository per fold; fewer folds, fewer fits)"
+    ),
+]
+WeakCorpusOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--weak-corpus",
+        "-w",
+        help="a corpus fitted on but never scored (e.g. fix commits mined by `spider "
+        "bench history --mine-only`); a fold leaves out its held-out repositories' rows",
+    ),
+]
+WithoutOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--without",
+        help="leave a feature family out of the fit (history), to measure what it adds",
+    ),
+]
+DevCorpusOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--dev-corpus",
+        help="also score the fitted model, and the model file it would replace, on these "
+        "pools (`spider train corpus --warm` over a development set; one per set): "
+        "chooses between models, never fits. Writing the shipped model needs both dev "
+        "sets and no lower R@20 or MRR@20 on either",
+    ),
+]
 
 train_app = typer.Typer(
     cls=PlainGroup,
@@ -252,109 +284,37 @@ def ranker(
         bool, typer.Option("--curve/--no-curve", help="also the learning curve")
     ] = True,
     weights_file: WeightsFileOpt = None,
-    folds: Annotated[
-        int,
-        typer.Option(
-            help="CV folds of whole repositories (0 = one repository per fold; fewer folds, "
-            "fewer fits)"
-        ),
-    ] = 0,
-    weak_dirs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--weak-corpus",
-            "-w",
-            help="a corpus fitted on but never scored (e.g. fix commits mined by `spider "
-            "bench history --mine-only`); a fold leaves out its held-out repositories' rows",
-        ),
-    ] = None,
-    without_families: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--without",
-            help="leave a feature family out of the fit (history), to measure what it adds",
-        ),
-    ] = None,
-    dev_dirs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--dev-corpus",
-            help="also score the fitted model, and the model file it would replace, on these "
-            "pools (`spider train corpus --warm` over a development set; one per set): "
-            "chooses between models, never fits. Writing the shipped model needs both dev "
-            "sets and no lower R@20 or MRR@20 on either",
-        ),
-    ] = None,
+    folds: FoldsOpt = 0,
+    weak_dirs: WeakCorpusOpt = None,
+    without_families: WithoutOpt = None,
+    dev_dirs: DevCorpusOpt = None,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it
-    (spider/pool_ranker.json).
-
-    Long because the fitting logic still lives in the command (options, CV, dev evidence,
-    writing): issue 40's `run(config) -> FitResult` moves it into :mod:`spider.learn.ranker`."""
-    import dataclasses
-
-    from spider.learn import ranker as fitting
-    from spider.learn.corpus import read_corpus, summarise
-    from spider.pool_rank import MODEL_FILE, load_ranker
+    (spider/pool_ranker.json)."""
+    from spider.learn.ranker import RankerRun, run
+    from spider.pool_rank import MODEL_FILE
 
     logging.getLogger("spider").setLevel(logging.INFO)
+    config = RankerRun(
+        tuple(corpus_dirs), command_line(GROUP), weights_file or MODEL_FILE, write_weights,
+        curve, folds, tuple(weak_dirs or []), tuple(without_families or []),
+        tuple(dev_dirs or []),
+    )  # fmt: skip
     try:
-        drop = without_families or []
-        rows, bench = fitting.training_rows([r for d in corpus_dirs for r in read_corpus(d)])
-        weak, weak_bench = fitting.training_rows(
-            [r for d in weak_dirs or [] for r in read_corpus(d)]
-        )
-        rows, weak = fitting.without(rows, drop), fitting.without(weak, drop)
-        names = [d.name for d in dev_dirs or []]
-        dev = {
-            d.name if names.count(d.name) == 1 else str(d): read_corpus(d) for d in dev_dirs or []
-        }
-        bench += weak_bench
-        report = fitting.cross_validate(rows, folds=folds, weak=weak)
-        params, calibration, cv = report.chosen.params, report.chosen.calibration, report.to_json()
-        if curve:
-            cv["learning_curve"] = fitting.learning_curve(rows, params, folds=folds, weak=weak)
+        fit = run(config)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
-    data = summarise(rows)
-    cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
-    cv["benchmark_rows_left_out"] = bench
-    if weak:
-        w = summarise(weak)
-        cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
-    cv["without"] = drop
-    model = None
-    if write_weights or dev:
-        model = dataclasses.replace(fitting.fit([*rows, *weak], params), calibration=calibration)
-    target = weights_file or MODEL_FILE
-    if dev and model is not None:
-        try:
-            replaced = target if target.is_file() else MODEL_FILE  # else compare with the shipped
-            predecessor = load_ranker(replaced) if replaced.is_file() else None
-            cv["dev"] = fitting.dev_evidence(model, predecessor, dev, drop)
-        except SpiderError as exc:
-            raise exit_error(str(exc)) from exc
     if out is not None:
-        out.write_text(json.dumps(cv, indent=2) + "\n")
-    typer.echo(
-        json.dumps(
-            {
-                k: cv[k]
-                for k in ("chosen_by", "chosen", "learning_curve", "without", "dev")
-                if k in cv
-            },
-            indent=2,
+        out.write_text(json.dumps(fit.cv, indent=2) + "\n")
+    shown = ("chosen_by", "chosen", "learning_curve", "without", "dev")
+    typer.echo(json.dumps({k: fit.cv[k] for k in shown if k in fit.cv}, indent=2))
+    if fit.refusal is not None:
+        raise exit_error(
+            f"not written to {MODEL_FILE.name}: {fit.refusal}. docs/learning.md, 'Choosing a "
+            "model'; --weights-file writes a candidate elsewhere"
         )
-    )
-    if write_weights and model is not None:
-        shipped = target.resolve() == MODEL_FILE.resolve()
-        if shipped and (why := fitting.ship_refusal(cv.get("dev", {}))):
-            raise exit_error(
-                f"not written to {MODEL_FILE.name}: {why}. docs/learning.md, 'Choosing a "
-                "model'; --weights-file writes a candidate elsewhere"
-            )
-        written = fitting.write_ranker(target, model, cv, command_line(GROUP))
-        typer.echo(f"wrote {written}")
+    if fit.written is not None:
+        typer.echo(f"wrote {fit.written}")
 
 
 @train_app.command(cls=PlainCommand, name="encoder")

@@ -28,12 +28,12 @@ import numpy as np
 from spider.calibration import Calibration
 from spider.errors import InputError
 from spider.features import HISTORY_FEATURES, RANKER_FEATURES
-from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow
+from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow, read_corpus, summarise
 from spider.learn.cv import CVReport, repository_folds
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.platt import fit_platt
 from spider.metrics import reciprocal_rank
-from spider.pool_rank import PoolRanker, TreeEnsemble, prior_scores
+from spider.pool_rank import MODEL_FILE, PoolRanker, TreeEnsemble, load_ranker, prior_scores
 
 log = logging.getLogger(__name__)
 
@@ -421,3 +421,66 @@ def write_ranker(path: Path, model: PoolRanker, cv: Mapping[str, Any], command: 
         },
     )
     return write_model_file(path, model, provenance)
+
+
+@dataclass(frozen=True)
+class RankerRun:
+    """What ``spider train ranker`` asks for: the corpora, the CV, and where the model would
+    go (``target``; written only with ``write``, and to the shipped file only when the
+    development pools allow it)."""
+
+    corpus_dirs: tuple[Path, ...]
+    command: str  # as typed: the file's provenance
+    target: Path = MODEL_FILE
+    write: bool = False
+    curve: bool = True  # also the learning curve
+    folds: int = 0  # 0: one repository per fold
+    weak_dirs: tuple[Path, ...] = ()  # fitted on, never scored
+    without: tuple[str, ...] = ()  # feature families left out
+    dev_dirs: tuple[Path, ...] = ()  # development pools: choose between models, never fit
+
+
+@dataclass
+class RankerFit:
+    """What :func:`run` did: the CV report (with the data, the learning curve and the
+    development evidence), the file written, or why the shipped file was not replaced."""
+
+    cv: dict[str, Any]
+    written: Path | None = None
+    refusal: str | None = None
+
+
+def run(config: RankerRun) -> RankerFit:
+    """Cross-validate the grid on the corpus, fit the chosen point on every row (when it
+    is to be written or compared on development pools) and write it where allowed."""
+    drop = list(config.without)
+    rows, bench = training_rows([r for d in config.corpus_dirs for r in read_corpus(d)])
+    weak, weak_bench = training_rows([r for d in config.weak_dirs for r in read_corpus(d)])
+    rows, weak = without(rows, drop), without(weak, drop)
+    names = [d.name for d in config.dev_dirs]
+    dev = {d.name if names.count(d.name) == 1 else str(d): read_corpus(d) for d in config.dev_dirs}
+    report = cross_validate(rows, folds=config.folds, weak=weak)
+    chosen, cv = report.chosen, report.to_json()
+    if config.curve:
+        cv["learning_curve"] = learning_curve(rows, chosen.params, folds=config.folds, weak=weak)
+    data = summarise(rows)
+    cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
+    cv["benchmark_rows_left_out"] = bench + weak_bench
+    if weak:
+        w = summarise(weak)
+        cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
+    cv["without"] = drop
+    result = RankerFit(cv)
+    if not (config.write or dev):
+        return result
+    model = dataclasses.replace(fit([*rows, *weak], chosen.params), calibration=chosen.calibration)
+    if dev:
+        replaced = config.target if config.target.is_file() else MODEL_FILE  # else the shipped
+        predecessor = load_ranker(replaced) if replaced.is_file() else None
+        cv["dev"] = dev_evidence(model, predecessor, dev, drop)
+    if config.write:
+        shipped = config.target.resolve() == MODEL_FILE.resolve()
+        result.refusal = ship_refusal(cv.get("dev", {})) if shipped else None
+        if result.refusal is None:
+            result.written = write_ranker(config.target, model, cv, config.command)
+    return result
