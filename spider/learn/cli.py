@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
-import numpy as np
 import typer
 
 from spider.cli_common import (
@@ -330,42 +329,23 @@ def encoder(
     vectors unchanged) on the corpus's (issue, edited function) pairs, settings chosen by
     CV over folds of whole repositories against the bundled model as is
     (spider/query_adapter.npz)."""
-    from spider.learn import adapter as fitting
-    from spider.learn.corpus import corpus_files
+    from spider.learn.adapter import AdapterRun, run
     from spider.retrieve.adapter import ADAPTER_FILE
-    from spider.retrieve.dense import Encoder
 
     logging.getLogger("spider").setLevel(logging.INFO)
+    target = weights_file or ADAPTER_FILE
+    config = AdapterRun(tuple(corpus_dirs), tuple(dataset), command_line(GROUP), target,
+                        write_weights, folds)  # fmt: skip
     try:
-        files = [p for d in corpus_dirs for p in corpus_files(d)]
-        wanted = {p.stem for p in files}
-        instances = [i for d in dataset for i in read_dataset(d) if i.instance_id in wanted]
-        settings = EngineSettings()
-        enc = Encoder.from_settings(settings, None)  # queries are never cached
-        queries: dict[str, np.ndarray] = {}
-        for d in corpus_dirs:
-            mine = [i for i in instances if (d / f"{i.instance_id}.npz").exists()]
-            queries.update(fitting.embed_windows(mine, enc, settings, d / fitting.QUERIES_FILE))
-        rows, skipped = fitting.adapter_rows(files, queries)
-        cv = fitting.cross_validate(rows, folds=folds).to_json()
+        fit = run(config)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
-    cv["left_out"] = skipped
     if out is not None:
-        out.write_text(json.dumps(cv, indent=2) + "\n")
-    typer.echo(
-        json.dumps({k: cv[k] for k in ("chosen_by", "chosen", "pays", "left_out")}, indent=2)
-    )
-    if write_weights:
-        params = fitting.AdapterParams(**cv["chosen"]["params"])
-        target = fitting.write_adapter(
-            weights_file or ADAPTER_FILE,
-            fitting.fit_adapter(rows, params),
-            cv,
-            command_line(GROUP),
-            model=settings.model or "all-MiniLM-L6-v2 (bundled)",
-        )
-        typer.echo(f"wrote {target}")
+        out.write_text(json.dumps(fit.cv, indent=2) + "\n")
+    shown = ("chosen_by", "chosen", "pays", "left_out")
+    typer.echo(json.dumps({k: fit.cv[k] for k in shown}, indent=2))
+    if fit.written is not None:
+        typer.echo(f"wrote {fit.written}")
 
 
 @train_app.command(cls=PlainCommand, name="selector")
