@@ -55,6 +55,7 @@ from spider.learn.lora import torch_module as _torch
 from spider.learn.model_file import LoraBody, Provenance, write_model_file
 from spider.learn.ranker import mean_metrics, metrics
 from spider.learn.torch_fit import (
+    CURVE,
     Loop,
     StepReport,
     append_point,
@@ -393,7 +394,7 @@ def _resume(
     ``model`` and ``opt``; a fresh run starts its curve and probes the head instead."""
     resumed = load_checkpoint(work, _config_key(cfg))
     if resumed is None:
-        (work / "curve.jsonl").unlink(missing_ok=True)
+        (work / CURVE).unlink(missing_ok=True)
         model.probe(teach, 128, random.Random(cfg.seed))
         return 0, [], 0.0
     saved, state = resumed
