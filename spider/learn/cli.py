@@ -12,17 +12,17 @@ spider train delta --pairs DIR --work DIR [--budget-minutes M] [--write-weights]
 
 The last four collect per-instance data from repositories at their base commits, choose
 by leave-one-repository-out cross-validation and (with ``--write-weights``) fit on every
-instance: one body, :func:`run_fit`, for all of them.
+instance: one body, :func:`spider.learn.dev_fit.run` (through :func:`run_fit`), for all of them.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -47,12 +47,11 @@ from spider.cli_common import (
 from spider.dataset import Instance, read_dataset, select_instances
 from spider.errors import SpiderError
 from spider.learn import cross_cli, delta_cli
-from spider.progress import INSTANCES, Progress, ended
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, template_resolver
 
 if TYPE_CHECKING:
-    from spider.learn.cv import CVReport
+    from spider.learn.dev_fit import Fitting
 
 GROUP = "train"  # the command group: `spider train ...` in every recorded command line
 DEFAULT_K = 20  # the budget K the fits are scored at (EngineSettings' default)
@@ -118,39 +117,6 @@ train_app = typer.Typer(
 )
 
 
-@dataclass(frozen=True)
-class Fitting(Generic[_T, _W]):
-    """What a fitting command declares; :func:`run_fit` does the rest."""
-
-    collect: Callable[[Sequence[Instance], RepoResolver, EngineSettings, Path], list[_T]]
-    cross_validate: Callable[[list[_T], int], CVReport[Any]]  # leave-one-repository-out
-    cv_file: str  # the CV report, written into --out
-    describe: Callable[[dict[str, Any]], str] = lambda cv: json.dumps(cv, indent=2)
-    weights: Callable[[list[_T], dict[str, Any], int], _W] | None = None  # fit on everything
-    write: Callable[[_W, dict[str, Any], str, Path], None] | None = None
-    weights_file: Path | None = None  # the shipped file --write-weights replaces
-    min_repos: int = 2  # leave-one-repository-out needs one to hold out and one to fit on
-
-
-CROSS_VALIDATING = "cross-validating"  # a fitting command's second phase (no total)
-
-
-def reporting(resolve: RepoResolver, total: int, progress: Progress | None) -> RepoResolver:
-    """``resolve``, telling ``progress`` which of the ``total`` instances a collector has
-    reached (each collector resolves an instance's repository when it starts on it)."""
-    if progress is None:
-        return resolve
-    seen: dict[str, None] = {}
-
-    def resolve_and_report(inst: Instance) -> Path:
-        if inst.instance_id not in seen:
-            seen[inst.instance_id] = None
-            progress(INSTANCES, len(seen) - 1, total, inst.instance_id)
-        return resolve(inst)
-
-    return resolve_and_report
-
-
 def run_fit(
     spec: Fitting[_T, _W],
     rows: Sequence[Instance],
@@ -161,34 +127,26 @@ def run_fit(
     write_weights: bool = False,
     weights_file: Path | None = None,
 ) -> None:
-    """Collect ``rows``, run the CV, write its report into ``out``, print it and, with
-    ``write_weights``, fit on every instance and write the model file (``weights_file``,
-    else the shipped one). Too few repositories, or nothing collected, is a clean error."""
+    """:func:`spider.learn.dev_fit.run` on ``rows``, with a progress bar; print the CV
+    report and the file written. Too few repositories, or nothing collected, is a clean
+    error."""
+    from spider.learn.dev_fit import DevRun, run
+
     found = sorted({r.repo for r in rows})
     if rows and len(found) < spec.min_repos:
         raise exit_error(
             f"leave-one-repository-out CV needs instances from at least {spec.min_repos} "
             f"repositories; --only-repo leaves {', '.join(found)}"
         )
+    config = DevRun(rows, resolve, settings, out, command_line(GROUP), write_weights, weights_file)
     try:
         with terminal_progress() as progress:
-            data = spec.collect(rows, reporting(resolve, len(rows), progress), settings, out)
-            if progress is not None:
-                progress(INSTANCES, len(rows), len(rows))
-            if not data:
-                raise exit_error("no instance could be collected")
-            if progress is not None:
-                progress(CROSS_VALIDATING, 0, None)
-            cv = spec.cross_validate(data, settings.k).to_json()
-            ended(progress, CROSS_VALIDATING)
+            fit = run(spec, replace(config, progress=progress))
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
-    (out / spec.cv_file).write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")
-    typer.echo(spec.describe(cv))
-    target = weights_file or spec.weights_file
-    if write_weights and spec.weights and spec.write and target:
-        spec.write(spec.weights(data, cv, settings.k), cv, command_line(GROUP), target)
-        typer.echo(f"wrote {target}")
+    typer.echo(spec.describe(fit.cv))
+    if fit.written is not None:
+        typer.echo(f"wrote {fit.written}")
 
 
 def _fit_dev(
@@ -384,6 +342,7 @@ def selector(
         interleave,
         read_corpus,
     )
+    from spider.learn.dev_fit import Fitting
     from spider.select.offline import WEIGHTS_FILE
 
     settings = engine_settings(k, cache_dir)
@@ -434,6 +393,7 @@ def head(
     """Fit the head re-ranker (spider/rerank_weights.json) by nested leave-one-repository-out
     CV on dev data only."""
     from spider.learn import head as fitting
+    from spider.learn.dev_fit import Fitting
     from spider.rerank import WEIGHTS_FILE
 
     spec = Fitting(
@@ -473,6 +433,7 @@ def calibration(
     confidence bar would silence. Shares `train head`'s collected data (same --out)."""
     from spider.learn import calibration as calibrating
     from spider.learn import head as fitting
+    from spider.learn.dev_fit import Fitting
     from spider.rerank import CALIBRATION_FILE
 
     spec = Fitting(
@@ -507,6 +468,7 @@ def fusion(
     """Choose the first-stage fusion weights by leave-one-repository-out CV (dev data only;
     the chosen point is reported, not written: the weights are EngineSettings defaults)."""
     from spider.learn import fusion as tuning
+    from spider.learn.dev_fit import Fitting
 
     spec: Fitting[dict[str, Any], None] = Fitting(
         tuning.collect, lambda data, _k: tuning.cross_validate(data), "fusion-cv.json"

@@ -155,7 +155,7 @@ def test_the_adapter_run_reports_and_writes_without_the_command(
 
 def test_a_fitting_commands_collectors_are_heard_once_per_instance(tmp_path: Path) -> None:
     from spider.dataset import Instance
-    from spider.learn.cli import reporting
+    from spider.learn.dev_fit import reporting
     from spider.progress import INSTANCES
 
     heard: list[tuple[str, int, int | None, str]] = []
