@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from statistics import fmean
 
+import numpy as np
+
 from spider.ids import normalise_id
 
 RECALL_KS: tuple[int, ...] = (1, 3, 5, 10, 20)  # the paper's recall cut-offs
@@ -38,12 +40,17 @@ def acc_at_k(ranked: Sequence[str], truth: set[str], k: int) -> float:
     return 1.0 if truth.issubset(ranked[:k]) else 0.0
 
 
+def reciprocal_rank(hits: Sequence[bool] | np.ndarray, k: int = MRR_K) -> float:
+    """1 / rank of the first hit among the first ``k`` of a ranked list of hit flags
+    (labels in rank order); 0.0 when none is there. The one MRR of the engine: the
+    benchmark's (:func:`mrr_at_k`) and every fit's."""
+    first = np.flatnonzero(np.asarray(hits[:k], dtype=bool))
+    return 1.0 / (int(first[0]) + 1) if len(first) else 0.0
+
+
 def mrr_at_k(ranked: Sequence[str], truth: set[str], k: int) -> float:
     """1 / rank of the first ground-truth id in the top k; 0.0 when none is there."""
-    for rank, rid in enumerate(ranked[:k], start=1):
-        if rid in truth:
-            return 1.0 / rank
-    return 0.0
+    return reciprocal_rank([rid in truth for rid in ranked[:k]], k)
 
 
 def metric_names(

@@ -26,11 +26,11 @@ import numpy as np
 
 from spider.dataset import Instance
 from spider.errors import InputError
-from spider.learn.corpus import BENCHMARK_REPOS
-from spider.learn.cv import repository_folds
+from spider.learn.corpus import BENCHMARK_REPOS, corpus_files
+from spider.learn.cv import CVReport, repository_folds
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.ranker import mean_metrics, metrics
-from spider.retrieve.adapter import QueryAdapter
+from spider.retrieve.adapter import ADAPTER_FILE, QueryAdapter
 from spider.retrieve.dense import Encoder
 from spider.retrieve.query import best_cosine, issue_windows
 from spider.settings import EngineSettings
@@ -206,10 +206,10 @@ def cross_validate(
     grid: Sequence[AdapterParams] = GRID,
     *,
     folds: int = 5,
-) -> dict[str, Any]:
+) -> CVReport[AdapterParams]:
     """Each grid point's out-of-fold figures against the identity's on the same pools;
-    the chosen point is the best Recall@20, then MRR@20; it ``pays`` when it beats the
-    identity on both."""
+    the chosen point (the report's ``chosen``) is the best Recall@20, then MRR@20; it
+    ``pays`` when it beats the identity on both."""
     splits = list(repository_folds(rows, _repo, folds))
     identity = mean_metrics([m for _held, _train, test in splits for m in per_issue(test, None)])
     points = []
@@ -226,8 +226,12 @@ def cross_validate(
             }
         )
         log.info("adapter %s: %s", asdict(params), points[-1]["adapter"])
-    best = max(points, key=lambda p: (p["adapter"]["R@20"], p["adapter"]["MRR@20"]))
-    return {
+    at = max(
+        range(len(points)),
+        key=lambda i: (points[i]["adapter"]["R@20"], points[i]["adapter"]["MRR@20"]),
+    )
+    best = points[at]
+    figures = {
         "chosen_by": f"{len(splits)} folds of whole repositories: best Recall@20, then MRR@20, "
         "of the edited functions among each held-out pool by cosine alone",
         "instances": len(rows),
@@ -237,6 +241,7 @@ def cross_validate(
         "chosen": {**best, "identity": identity},
         "pays": all(best["adapter"][k] > identity[k] for k in ("R@20", "MRR@20")),
     }
+    return CVReport(grid[at], len(rows), f"{len(splits)} folds of whole repositories", figures)
 
 
 COMMENT = (
@@ -258,3 +263,48 @@ def write_adapter(
         extra={"params": cv["chosen"]["params"], "model": model},
     )
     return write_model_file(path, QueryAdapter(matrix), provenance)
+
+
+@dataclass(frozen=True)
+class AdapterRun:
+    """What ``spider train encoder`` asks for: the corpora, the datasets their issue texts
+    come from, the CV folds, and where the adapter goes (written only with ``write``)."""
+
+    corpus_dirs: tuple[Path, ...]
+    datasets: tuple[Path, ...]
+    command: str  # as typed: the file's provenance
+    target: Path = ADAPTER_FILE
+    write: bool = False
+    folds: int = 5
+
+
+@dataclass
+class AdapterFit:
+    """What :func:`run` did: the CV report (with the rows ``left_out``) and the file written."""
+
+    cv: dict[str, Any]
+    written: Path | None = None
+
+
+def run(config: AdapterRun) -> AdapterFit:
+    """Embed the corpus's issues (once per corpus folder), cross-validate the grid against
+    the bundled model as is, and fit and write the chosen point when asked."""
+    from spider.dataset import read_dataset
+
+    files = [p for d in config.corpus_dirs for p in corpus_files(d)]
+    wanted = {p.stem for p in files}
+    instances = [i for d in config.datasets for i in read_dataset(d) if i.instance_id in wanted]
+    settings = EngineSettings()
+    enc = Encoder.from_settings(settings, None)  # queries are never cached
+    queries: dict[str, np.ndarray] = {}
+    for d in config.corpus_dirs:
+        mine = [i for i in instances if (d / f"{i.instance_id}.npz").exists()]
+        queries.update(embed_windows(mine, enc, settings, d / QUERIES_FILE))
+    rows, skipped = adapter_rows(files, queries)
+    report = cross_validate(rows, folds=config.folds)
+    result = AdapterFit({**report.to_json(), "left_out": skipped})
+    if config.write:
+        model = settings.model or "all-MiniLM-L6-v2 (bundled)"
+        matrix = fit_adapter(rows, report.chosen)
+        result.written = write_adapter(config.target, matrix, result.cv, config.command, model)
+    return result

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from spider.calibration import Calibration
-from spider.learn.cv import leave_one_repository_out
+from spider.learn.cv import CVReport, leave_one_repository_out
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
 from spider.learn.platt import fit_platt as platt
 from spider.rerank import CALIBRATION_KIND, RerankWeights, default_weights
@@ -91,8 +91,9 @@ def _ece(p: np.ndarray, y: np.ndarray) -> float:
     return float(sum(c["n"] * abs(c["predicted"] - c["observed"]) for c in curve) / max(len(p), 1))
 
 
-def cross_validate(rows: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
-    """Out-of-fold calibration by leave-one-repository-out: curves, errors and bar effects."""
+def cross_validate(rows: Sequence[dict[str, Any]], k: int) -> CVReport[Calibration]:
+    """Out-of-fold calibration by leave-one-repository-out: curves, errors and bar effects;
+    the calibration fitted on every row is the report's ``chosen``."""
     heads = head_rows(rows, k)
     first_p, first_y, any_y, all_p, all_y = [], [], [], [], []
     for _held, train, test in leave_one_repository_out(heads, lambda h: h.repo):
@@ -122,7 +123,7 @@ def cross_validate(rows: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
             }
         )
     cal = fit_platt(heads)
-    return {
+    figures = {
         "instances": len(heads),
         "repositories": len({h.repo for h in heads}),
         "folds": "leave one repository out",
@@ -144,6 +145,7 @@ def cross_validate(rows: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
         "slope": round(cal.slope, 5),
         "intercept": round(cal.intercept, 5),
     }
+    return CVReport(cal, len(heads), "leave one repository out", figures)
 
 
 def describe(cv: dict[str, Any]) -> str:

@@ -12,19 +12,18 @@ spider train delta --pairs DIR --work DIR [--budget-minutes M] [--write-weights]
 
 The last four collect per-instance data from repositories at their base commits, choose
 by leave-one-repository-out cross-validation and (with ``--write-weights``) fit on every
-instance: one body, :func:`run_fit`, for all of them.
+instance: one body, :func:`spider.learn.dev_fit.run` (through :func:`run_fit`), for all of them.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import numpy as np
 import typer
 
 from spider.cli_common import (
@@ -48,9 +47,11 @@ from spider.cli_common import (
 from spider.dataset import Instance, read_dataset, select_instances
 from spider.errors import SpiderError
 from spider.learn import cross_cli, delta_cli
-from spider.progress import INSTANCES, Progress, ended
 from spider.settings import EngineSettings
 from spider.snapshot import RepoResolver, template_resolver
+
+if TYPE_CHECKING:
+    from spider.learn.dev_fit import Fitting
 
 GROUP = "train"  # the command group: `spider train ...` in every recorded command line
 DEFAULT_K = 20  # the budget K the fits are scored at (EngineSettings' default)
@@ -74,6 +75,38 @@ PoolOpt = Annotated[
     int, typer.Option(help="candidates kept per instance (the corpus's pool: the cold path's too)")
 ]
 MaxPerRepoOpt = Annotated[int, typer.Option(help="instances per repository at most")]
+FoldsOpt = Annotated[
+    int,
+    typer.Option(
+        help="CV folds of whole repositories (0 = one repository per fold; fewer folds, fewer fits)"
+    ),
+]
+WeakCorpusOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--weak-corpus",
+        "-w",
+        help="a corpus fitted on but never scored (e.g. fix commits mined by `spider "
+        "bench history --mine-only`); a fold leaves out its held-out repositories' rows",
+    ),
+]
+WithoutOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--without",
+        help="leave a feature family out of the fit (history), to measure what it adds",
+    ),
+]
+DevCorpusOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--dev-corpus",
+        help="also score the fitted model, and the model file it would replace, on these "
+        "pools (`spider train corpus --warm` over a development set; one per set): "
+        "chooses between models, never fits. Writing the shipped model needs both dev "
+        "sets and no lower R@20 or MRR@20 on either",
+    ),
+]
 
 train_app = typer.Typer(
     cls=PlainGroup,
@@ -82,39 +115,6 @@ train_app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-
-
-@dataclass(frozen=True)
-class Fitting(Generic[_T, _W]):
-    """What a fitting command declares; :func:`run_fit` does the rest."""
-
-    collect: Callable[[Sequence[Instance], RepoResolver, EngineSettings, Path], list[_T]]
-    cross_validate: Callable[[list[_T], int], dict[str, Any]]  # leave-one-repository-out
-    cv_file: str  # the CV report, written into --out
-    describe: Callable[[dict[str, Any]], str] = lambda cv: json.dumps(cv, indent=2)
-    weights: Callable[[list[_T], dict[str, Any], int], _W] | None = None  # fit on everything
-    write: Callable[[_W, dict[str, Any], str, Path], None] | None = None
-    weights_file: Path | None = None  # the shipped file --write-weights replaces
-    min_repos: int = 2  # leave-one-repository-out needs one to hold out and one to fit on
-
-
-CROSS_VALIDATING = "cross-validating"  # a fitting command's second phase (no total)
-
-
-def reporting(resolve: RepoResolver, total: int, progress: Progress | None) -> RepoResolver:
-    """``resolve``, telling ``progress`` which of the ``total`` instances a collector has
-    reached (each collector resolves an instance's repository when it starts on it)."""
-    if progress is None:
-        return resolve
-    seen: dict[str, None] = {}
-
-    def resolve_and_report(inst: Instance) -> Path:
-        if inst.instance_id not in seen:
-            seen[inst.instance_id] = None
-            progress(INSTANCES, len(seen) - 1, total, inst.instance_id)
-        return resolve(inst)
-
-    return resolve_and_report
 
 
 def run_fit(
@@ -127,34 +127,26 @@ def run_fit(
     write_weights: bool = False,
     weights_file: Path | None = None,
 ) -> None:
-    """Collect ``rows``, run the CV, write its report into ``out``, print it and, with
-    ``write_weights``, fit on every instance and write the model file (``weights_file``,
-    else the shipped one). Too few repositories, or nothing collected, is a clean error."""
+    """:func:`spider.learn.dev_fit.run` on ``rows``, with a progress bar; print the CV
+    report and the file written. Too few repositories, or nothing collected, is a clean
+    error."""
+    from spider.learn.dev_fit import DevRun, run
+
     found = sorted({r.repo for r in rows})
     if rows and len(found) < spec.min_repos:
         raise exit_error(
             f"leave-one-repository-out CV needs instances from at least {spec.min_repos} "
             f"repositories; --only-repo leaves {', '.join(found)}"
         )
+    config = DevRun(rows, resolve, settings, out, command_line(GROUP), write_weights, weights_file)
     try:
         with terminal_progress() as progress:
-            data = spec.collect(rows, reporting(resolve, len(rows), progress), settings, out)
-            if progress is not None:
-                progress(INSTANCES, len(rows), len(rows))
-            if not data:
-                raise exit_error("no instance could be collected")
-            if progress is not None:
-                progress(CROSS_VALIDATING, 0, None)
-            cv = spec.cross_validate(data, settings.k)
-            ended(progress, CROSS_VALIDATING)
+            fit = run(spec, replace(config, progress=progress))
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
-    (out / spec.cv_file).write_text(json.dumps(cv, indent=2, ensure_ascii=False) + "\n")
-    typer.echo(spec.describe(cv))
-    target = weights_file or spec.weights_file
-    if write_weights and spec.weights and spec.write and target:
-        spec.write(spec.weights(data, cv, settings.k), cv, command_line(GROUP), target)
-        typer.echo(f"wrote {target}")
+    typer.echo(spec.describe(fit.cv))
+    if fit.written is not None:
+        typer.echo(f"wrote {fit.written}")
 
 
 def _fit_dev(
@@ -249,108 +241,37 @@ def ranker(
         bool, typer.Option("--curve/--no-curve", help="also the learning curve")
     ] = True,
     weights_file: WeightsFileOpt = None,
-    folds: Annotated[
-        int,
-        typer.Option(
-            help="CV folds of whole repositories (0 = one repository per fold; fewer folds, "
-            "fewer fits)"
-        ),
-    ] = 0,
-    weak_dirs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--weak-corpus",
-            "-w",
-            help="a corpus fitted on but never scored (e.g. fix commits mined by `spider "
-            "bench history --mine-only`); a fold leaves out its held-out repositories' rows",
-        ),
-    ] = None,
-    without_families: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--without",
-            help="leave a feature family out of the fit (history), to measure what it adds",
-        ),
-    ] = None,
-    dev_dirs: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--dev-corpus",
-            help="also score the fitted model, and the model file it would replace, on these "
-            "pools (`spider train corpus --warm` over a development set; one per set): "
-            "chooses between models, never fits. Writing the shipped model needs both dev "
-            "sets and no lower R@20 or MRR@20 on either",
-        ),
-    ] = None,
+    folds: FoldsOpt = 0,
+    weak_dirs: WeakCorpusOpt = None,
+    without_families: WithoutOpt = None,
+    dev_dirs: DevCorpusOpt = None,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it
-    (spider/pool_ranker.json).
-
-    Long because the fitting logic still lives in the command (options, CV, dev evidence,
-    writing): issue 40's `run(config) -> FitResult` moves it into :mod:`spider.learn.ranker`."""
-    import dataclasses
-
-    from spider.learn import ranker as fitting
-    from spider.learn.corpus import read_corpus, summarise
-    from spider.pool_rank import MODEL_FILE, load_ranker
+    (spider/pool_ranker.json)."""
+    from spider.learn.ranker import RankerRun, run
+    from spider.pool_rank import MODEL_FILE
 
     logging.getLogger("spider").setLevel(logging.INFO)
+    config = RankerRun(
+        tuple(corpus_dirs), command_line(GROUP), weights_file or MODEL_FILE, write_weights,
+        curve, folds, tuple(weak_dirs or []), tuple(without_families or []),
+        tuple(dev_dirs or []),
+    )  # fmt: skip
     try:
-        drop = without_families or []
-        rows, bench = fitting.training_rows([r for d in corpus_dirs for r in read_corpus(d)])
-        weak, weak_bench = fitting.training_rows(
-            [r for d in weak_dirs or [] for r in read_corpus(d)]
-        )
-        rows, weak = fitting.without(rows, drop), fitting.without(weak, drop)
-        names = [d.name for d in dev_dirs or []]
-        dev = {
-            d.name if names.count(d.name) == 1 else str(d): read_corpus(d) for d in dev_dirs or []
-        }
-        bench += weak_bench
-        params, cv, calibration = fitting.cross_validate(rows, folds=folds, weak=weak)
-        if curve:
-            cv["learning_curve"] = fitting.learning_curve(rows, params, folds=folds, weak=weak)
+        fit = run(config)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
-    data = summarise(rows)
-    cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
-    cv["benchmark_rows_left_out"] = bench
-    if weak:
-        w = summarise(weak)
-        cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
-    cv["without"] = drop
-    model = None
-    if write_weights or dev:
-        model = dataclasses.replace(fitting.fit([*rows, *weak], params), calibration=calibration)
-    target = weights_file or MODEL_FILE
-    if dev and model is not None:
-        try:
-            replaced = target if target.is_file() else MODEL_FILE  # else compare with the shipped
-            predecessor = load_ranker(replaced) if replaced.is_file() else None
-            cv["dev"] = fitting.dev_evidence(model, predecessor, dev, drop)
-        except SpiderError as exc:
-            raise exit_error(str(exc)) from exc
     if out is not None:
-        out.write_text(json.dumps(cv, indent=2) + "\n")
-    typer.echo(
-        json.dumps(
-            {
-                k: cv[k]
-                for k in ("chosen_by", "chosen", "learning_curve", "without", "dev")
-                if k in cv
-            },
-            indent=2,
+        out.write_text(json.dumps(fit.cv, indent=2) + "\n")
+    shown = ("chosen_by", "chosen", "learning_curve", "without", "dev")
+    typer.echo(json.dumps({k: fit.cv[k] for k in shown if k in fit.cv}, indent=2))
+    if fit.refusal is not None:
+        raise exit_error(
+            f"not written to {MODEL_FILE.name}: {fit.refusal}. docs/learning.md, 'Choosing a "
+            "model'; --weights-file writes a candidate elsewhere"
         )
-    )
-    if write_weights and model is not None:
-        shipped = target.resolve() == MODEL_FILE.resolve()
-        if shipped and (why := fitting.ship_refusal(cv.get("dev", {}))):
-            raise exit_error(
-                f"not written to {MODEL_FILE.name}: {why}. docs/learning.md, 'Choosing a "
-                "model'; --weights-file writes a candidate elsewhere"
-            )
-        written = fitting.write_ranker(target, model, cv, command_line(GROUP))
-        typer.echo(f"wrote {written}")
+    if fit.written is not None:
+        typer.echo(f"wrote {fit.written}")
 
 
 @train_app.command(cls=PlainCommand, name="encoder")
@@ -366,42 +287,23 @@ def encoder(
     vectors unchanged) on the corpus's (issue, edited function) pairs, settings chosen by
     CV over folds of whole repositories against the bundled model as is
     (spider/query_adapter.npz)."""
-    from spider.learn import adapter as fitting
-    from spider.learn.corpus import corpus_files
+    from spider.learn.adapter import AdapterRun, run
     from spider.retrieve.adapter import ADAPTER_FILE
-    from spider.retrieve.dense import Encoder
 
     logging.getLogger("spider").setLevel(logging.INFO)
+    target = weights_file or ADAPTER_FILE
+    config = AdapterRun(tuple(corpus_dirs), tuple(dataset), command_line(GROUP), target,
+                        write_weights, folds)  # fmt: skip
     try:
-        files = [p for d in corpus_dirs for p in corpus_files(d)]
-        wanted = {p.stem for p in files}
-        instances = [i for d in dataset for i in read_dataset(d) if i.instance_id in wanted]
-        settings = EngineSettings()
-        enc = Encoder.from_settings(settings, None)  # queries are never cached
-        queries: dict[str, np.ndarray] = {}
-        for d in corpus_dirs:
-            mine = [i for i in instances if (d / f"{i.instance_id}.npz").exists()]
-            queries.update(fitting.embed_windows(mine, enc, settings, d / fitting.QUERIES_FILE))
-        rows, skipped = fitting.adapter_rows(files, queries)
-        cv = fitting.cross_validate(rows, folds=folds)
+        fit = run(config)
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
-    cv["left_out"] = skipped
     if out is not None:
-        out.write_text(json.dumps(cv, indent=2) + "\n")
-    typer.echo(
-        json.dumps({k: cv[k] for k in ("chosen_by", "chosen", "pays", "left_out")}, indent=2)
-    )
-    if write_weights:
-        params = fitting.AdapterParams(**cv["chosen"]["params"])
-        target = fitting.write_adapter(
-            weights_file or ADAPTER_FILE,
-            fitting.fit_adapter(rows, params),
-            cv,
-            command_line(GROUP),
-            model=settings.model or "all-MiniLM-L6-v2 (bundled)",
-        )
-        typer.echo(f"wrote {target}")
+        out.write_text(json.dumps(fit.cv, indent=2) + "\n")
+    shown = ("chosen_by", "chosen", "pays", "left_out")
+    typer.echo(json.dumps({k: fit.cv[k] for k in shown}, indent=2))
+    if fit.written is not None:
+        typer.echo(f"wrote {fit.written}")
 
 
 @train_app.command(cls=PlainCommand, name="selector")
@@ -440,6 +342,7 @@ def selector(
         interleave,
         read_corpus,
     )
+    from spider.learn.dev_fit import Fitting
     from spider.select.offline import WEIGHTS_FILE
 
     settings = engine_settings(k, cache_dir)
@@ -490,6 +393,7 @@ def head(
     """Fit the head re-ranker (spider/rerank_weights.json) by nested leave-one-repository-out
     CV on dev data only."""
     from spider.learn import head as fitting
+    from spider.learn.dev_fit import Fitting
     from spider.rerank import WEIGHTS_FILE
 
     spec = Fitting(
@@ -529,6 +433,7 @@ def calibration(
     confidence bar would silence. Shares `train head`'s collected data (same --out)."""
     from spider.learn import calibration as calibrating
     from spider.learn import head as fitting
+    from spider.learn.dev_fit import Fitting
     from spider.rerank import CALIBRATION_FILE
 
     spec = Fitting(
@@ -563,6 +468,7 @@ def fusion(
     """Choose the first-stage fusion weights by leave-one-repository-out CV (dev data only;
     the chosen point is reported, not written: the weights are EngineSettings defaults)."""
     from spider.learn import fusion as tuning
+    from spider.learn.dev_fit import Fitting
 
     spec: Fitting[dict[str, Any], None] = Fitting(
         tuning.collect, lambda data, _k: tuning.cross_validate(data), "fusion-cv.json"

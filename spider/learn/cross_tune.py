@@ -28,11 +28,13 @@ re-ranks those top ``depth`` lists by the cross-encoder alone and by the pool ra
 standardised score plus ``weight`` x the cross-encoder's, for a grid of weights: the
 learning curve goes to ``work/curve.jsonl`` and the best weight is what the file ships
 with. Training checkpoints every ``checkpoint_every`` steps; the same command resumes.
+The split, the loop, the checkpoints and the curve are :mod:`spider.learn.torch_fit`'s, the
+adapters :mod:`spider.learn.lora`'s, the file :mod:`spider.learn.model_file`'s;
+:func:`run` is the whole fit the command asks for.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import time
@@ -47,15 +49,26 @@ import numpy as np
 from spider.cross import combined
 from spider.errors import InputError
 from spider.learn.corpus import corpus_files
-from spider.learn.encoder_tune import read_curve, warmup_cosine
 from spider.learn.excluded import is_excluded
+from spider.learn.lora import load_trainable, lora_factors, lora_state
+from spider.learn.lora import torch_module as _torch
+from spider.learn.model_file import LoraBody, Provenance, write_model_file
 from spider.learn.ranker import mean_metrics, metrics
+from spider.learn.torch_fit import (
+    CURVE,
+    Loop,
+    StepReport,
+    append_point,
+    holdout_repos,
+    load_checkpoint,
+    read_curve,
+    run_steps,
+    save_checkpoint,
+    warmup_cosine,
+)
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT = "checkpoint.pt"
-STATE = "state.json"
-CURVE = "curve.jsonl"
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)  # of the cross-encoder's z-score
 CROSS_ONLY = "cross"  # the curve's key for the cross-encoder's order alone
 
@@ -115,16 +128,6 @@ class CrossResult:
     curve: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - a dependency of the project
-        raise InputError(
-            "training the cross-encoder needs torch (pip install torch==2.13.0)"
-        ) from exc
-    return torch
-
-
 def read_groups(
     corpus: Path,
     excluded: frozenset[str],
@@ -174,43 +177,28 @@ def read_groups(
     return groups, dropped
 
 
-def holdout_repos(counts: dict[str, int], share: float, seed: int) -> list[str]:
-    """Whole repositories, in a seeded order, until they hold about ``share`` of the
-    issues (``counts``: issues per repository); none for a share of 0."""
-    if share <= 0:
-        return []
-    total = sum(counts.values())
-    repos = sorted(counts)
-    random.Random(seed).shuffle(repos)
-    held: list[str] = []
-    for repo in repos:
-        if sum(counts[r] for r in held) >= share * total:
-            break
-        held.append(repo)
-    return held
-
-
 def split_holdout(
     groups: Sequence[Group], share: float, seed: int
 ) -> tuple[list[Group], list[Group], list[str]]:
     """The groups to train on, those of the kept-out repositories, and those repositories
-    (:func:`holdout_repos`)."""
-    held = holdout_repos(dict(Counter(g.repo for g in groups)), share, seed)
+    (:func:`spider.learn.torch_fit.holdout_repos` of the groups' issues)."""
+    held = holdout_repos(Counter(g.repo for g in groups), share, seed)
+    return (*split_by(groups, held), held)
+
+
+def split_by(groups: Sequence[Group], held: Sequence[str]) -> tuple[list[Group], list[Group]]:
+    """The groups outside the ``held`` repositories, and those inside."""
     keep = set(held)
-    return [g for g in groups if g.repo not in keep], [g for g in groups if g.repo in keep], held
+    return [g for g in groups if g.repo not in keep], [g for g in groups if g.repo in keep]
 
 
 class CrossModel:
     """The adapters, the head and the tokenizer: scores for (issue, function) pairs."""
 
     def __init__(self, base_dir: str, cfg: CrossConfig) -> None:
-        from spider.learn.encoder_tune import TuneConfig, load_trainable
-
         torch = _torch()
         self.cfg = cfg
-        self.model, self.tok = load_trainable(
-            base_dir, TuneConfig(rank=cfg.rank, alpha=cfg.alpha, dropout=cfg.dropout)
-        )
+        self.model, self.tok = load_trainable(base_dir, cfg.rank, cfg.alpha, cfg.dropout)
         width = int(self.model.config.hidden_size)
         self.direction = torch.nn.Parameter(torch.zeros(width))
         self.bias = torch.nn.Parameter(torch.zeros(()))
@@ -327,8 +315,7 @@ def _curve_point(model: CrossModel, held: Sequence[Group], work: Path, step: int
     by = evaluate(held, scores)
     point = {"step": step, "issues": len(held), "by": by, "best_weight": best_weight(by)}
     point["seconds"] = round(time.perf_counter() - t, 1)
-    with (work / CURVE).open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(point) + "\n")
+    append_point(work, point)
     return point
 
 
@@ -347,14 +334,12 @@ def train(
     cfg: CrossConfig,
     *,
     budget_s: float | None = None,
-    on_step: Callable[[int, int, float], None] | None = None,
+    on_step: StepReport | None = None,
 ) -> tuple[CrossModel, CrossResult]:
-    """Train (or resume) the cross-encoder on ``groups``, validating on ``held``.
+    """Train (or resume) the cross-encoder on ``groups``, validating on ``held``, in the
+    one training loop (:func:`spider.learn.torch_fit.run_steps`).
 
-    ``budget_s`` stops after that many seconds at a checkpoint (run again to go on).
-
-    Long because it is the resumable training loop (checkpoint, budget, curve); issue 40 shares
-    one loop between the cross-encoder and the delta."""
+    ``budget_s`` stops after that many seconds at a checkpoint (run again to go on)."""
     torch = _torch()
     teach = [g for g in groups if g.positives and g.negatives]
     if len(teach) < cfg.batch:
@@ -362,7 +347,6 @@ def train(
     torch.manual_seed(cfg.seed)
     work.mkdir(parents=True, exist_ok=True)
     model = CrossModel(base_dir, cfg)
-    rng = random.Random(cfg.seed)
     lora = [p for p in model.model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(
         [
@@ -371,59 +355,55 @@ def train(
         ],
         weight_decay=0.01,
     )
-    step, losses, spent = 0, [], 0.0
-    state_file, ckpt = work / STATE, work / CHECKPOINT
-    if ckpt.exists() and state_file.exists():
-        state = json.loads(state_file.read_text())
-        if state.get("config") != _config_key(cfg):
-            raise InputError(
-                f"{work} holds a run with other settings; delete it or pass the same options"
-            )
-        saved = torch.load(ckpt, weights_only=False)
-        model.model.load_state_dict(saved["model"], strict=False)
-        model.direction.data.copy_(saved["direction"])
-        model.bias.data.copy_(saved["bias"])
-        opt.load_state_dict(saved["optimizer"])
-        step, losses = state["step"], state["losses"]
-        spent = float(state.get("seconds", 0.0))
-        log.info("resumed at step %d of %d", step, cfg.steps)
-    else:
-        (work / CURVE).unlink(missing_ok=True)
-        model.probe(teach, 128, rng)
+    step, losses, spent = _resume(model, opt, work, cfg, teach)
     held_repos = sorted({g.repo for g in held})
     held = list(held)[: cfg.eval_issues]
     if held and step == 0:
         _curve_point(model, held, work, 0)
-    t0 = time.perf_counter()
+
+    def save(at: int) -> None:
+        _save(model, opt, work, cfg, at, losses, spent + loop.elapsed())
+
+    params = [*lora, model.direction, model.bias]
+    loop = Loop(opt, params, [cfg.lr, cfg.head_lr], cfg.steps, cfg.checkpoint_every, save, losses,
+                budget_s, on_step)  # fmt: skip
     model.model.train()
-    while step < cfg.steps:
-        batch = epoch_batch(teach, cfg.batch, step, cfg.seed)
-        for g in opt.param_groups:
-            g["lr"] = g["base"] * warmup_cosine(step, cfg.steps, cfg.warmup)
-        loss = group_loss(model, batch, cfg, random.Random(f"{cfg.seed}:{step}"))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_([*lora, model.direction, model.bias], 1.0)
-        opt.step()
-        opt.zero_grad()
-        step += 1
-        value = float(loss.detach())
-        losses.append(round(value, 4))
-        if on_step is not None:
-            on_step(step, cfg.steps, value)
-        if held and (step % cfg.eval_every == 0 or step == cfg.steps):
-            _curve_point(model, held, work, step)
-        out_of_time = budget_s is not None and time.perf_counter() - t0 > budget_s
-        if step % cfg.checkpoint_every == 0 or step == cfg.steps or out_of_time:
-            _save(model, opt, work, cfg, step, losses, spent + time.perf_counter() - t0)
-        if out_of_time:
-            break
-    done = step >= cfg.steps
+
+    def loss_at(at: int) -> Any:
+        batch = epoch_batch(teach, cfg.batch, at, cfg.seed)
+        return group_loss(model, batch, cfg, random.Random(f"{cfg.seed}:{at}"))
+
+    def evaluate(at: int) -> None:
+        _curve_point(model, held, work, at)
+
+    step, _ = run_steps(
+        loop, step, cfg.steps, loss_at, lambda at: warmup_cosine(at, cfg.steps, cfg.warmup),
+        evaluate if held else None, cfg.eval_every,
+    )  # fmt: skip
     result = CrossResult(
-        step, cfg.steps, done, len(teach), len({g.repo for g in teach}),
-        spent + time.perf_counter() - t0,
-        losses, held_repos, read_curve(work),
+        step, cfg.steps, step >= cfg.steps, len(teach), len({g.repo for g in teach}),
+        spent + loop.elapsed(), losses, held_repos, read_curve(work),
     )  # fmt: skip
     return model, result
+
+
+def _resume(
+    model: CrossModel, opt: Any, work: Path, cfg: CrossConfig, teach: Sequence[Group]
+) -> tuple[int, list[float], float]:
+    """The step, losses and seconds of the run in ``work``, its tensors loaded into
+    ``model`` and ``opt``; a fresh run starts its curve and probes the head instead."""
+    resumed = load_checkpoint(work, _config_key(cfg))
+    if resumed is None:
+        (work / CURVE).unlink(missing_ok=True)
+        model.probe(teach, 128, random.Random(cfg.seed))
+        return 0, [], 0.0
+    saved, state = resumed
+    model.model.load_state_dict(saved["model"], strict=False)
+    model.direction.data.copy_(saved["direction"])
+    model.bias.data.copy_(saved["bias"])
+    opt.load_state_dict(saved["optimizer"])
+    log.info("resumed at step %d of %d", state["step"], cfg.steps)
+    return state["step"], state["losses"], float(state.get("seconds", 0.0))
 
 
 def epoch_batch(groups: Sequence[Group], size: int, step: int, seed: int) -> list[Group]:
@@ -445,36 +425,26 @@ def _save(
     losses: list[float],
     seconds: float,
 ) -> None:
-    torch = _torch()
-    trainable = {k: v for k, v in model.model.state_dict().items() if "lora_" in k}
-    tmp = work / (CHECKPOINT + ".tmp")
-    torch.save(
-        {
-            "model": trainable,
-            "direction": model.direction.detach().clone(),
-            "bias": model.bias.detach().clone(),
-            "optimizer": opt.state_dict(),
-        },
-        tmp,
-    )
-    tmp.replace(work / CHECKPOINT)
+    tensors = {
+        "model": lora_state(model.model),
+        "direction": model.direction.detach().clone(),
+        "bias": model.bias.detach().clone(),
+        "optimizer": opt.state_dict(),
+    }
     state = {"config": _config_key(cfg), "step": step, "losses": losses, "seconds": seconds}
-    (work / (STATE + ".tmp")).write_text(json.dumps(state))
-    (work / (STATE + ".tmp")).replace(work / STATE)
+    save_checkpoint(work, tensors, state)
 
 
 def write_cross(
-    model: CrossModel, path: Path, base_fingerprint: str, weight: float, meta: dict[str, Any]
+    model: CrossModel, path: Path, base_fingerprint: str, weight: float, provenance: Provenance
 ) -> Path:
     """Save the adapters and the head as the file :mod:`spider.cross` reads (float16
-    factors, float32 head)."""
+    factors, float32 head), through the one model-file writer."""
     from spider.cross import CROSS_KIND, DIRECTION
-    from spider.learn.encoder_tune import delta_factors
     from spider.retrieve.delta import DELTA_SCHEMA
     from spider.retrieve.dense import BUNDLED_MODEL_ID
 
     cfg = model.cfg
-    factors = delta_factors(model.model)
     direction, bias = model.head()
     header = {
         "schema": DELTA_SCHEMA,
@@ -483,41 +453,162 @@ def write_cross(
         "base_fingerprint": base_fingerprint,
         "rank": cfg.rank,
         "alpha": cfg.alpha,
-        "targets": sorted(factors),
         "bias": round(bias, 6),
         "scale": cfg.scale,
         "max_tokens": cfg.max_tokens,
         "depth": cfg.depth,
         "weight": weight,
-        **meta,
     }
-    arrays: dict[str, np.ndarray] = {
-        "meta": np.array(json.dumps(header, sort_keys=True)),
-        DIRECTION: direction.astype(np.float32),
+    body = LoraBody(header, lora_factors(model.model), {DIRECTION: direction.astype(np.float32)})
+    return write_model_file(path, body, provenance)
+
+
+RANKER_PARAMS = (7, 200, 1.0)  # leaves, trees, prior: the shipped pool ranker's settings
+
+
+@dataclass(frozen=True)
+class CrossRun:
+    """What ``spider train cross`` asks for: the corpus, the run folder, the file to write,
+    how to train (``train``) and the weight of its score (None: the holdout's best)."""
+
+    corpus: Path
+    work: Path
+    target: Path  # where the finished file goes
+    command: str  # as typed: the file's provenance
+    train: CrossConfig = field(default_factory=CrossConfig)
+    weight: float | None = None
+    excluded: tuple[Path, ...] = ()  # further lists of repositories never to train on
+    budget_s: float | None = None
+    on_step: StepReport | None = None
+    dev_corpus: Path | None = None  # development pools to score the written file on
+    export_dir: Path | None = None  # where the engine's scorer exports its ONNX graph
+
+
+@dataclass(frozen=True)
+class DevScores:
+    """The written file's R@20 / MRR@20 on development pools, per weight (:func:`evaluate`)."""
+
+    corpus: Path
+    issues: int
+    by: dict[str, dict[str, float]]
+    weight: float  # the file's
+
+
+@dataclass
+class CrossFit:
+    """What :func:`run` did: the training, the issues held out and left out, the file
+    written with its weight (None: stopped at a checkpoint) and the development scores."""
+
+    training: CrossResult
+    held_issues: int
+    dropped: int  # issues of excluded repositories
+    depth: int  # the pool ranker's top items it re-scores
+    written: Path | None = None
+    weight: float | None = None
+    dev: DevScores | None = None
+
+
+def run(config: CrossRun) -> CrossFit:
+    """Order each issue's pool by the pool ranker (refitted without the held-out
+    repositories when there are some), train (or resume), and write the file when the
+    run finished; then score it on the development pools, if given."""
+    from spider.retrieve.delta import weights_fingerprint
+    from spider.retrieve.dense import bundled_model_path
+
+    cfg = config.train
+    if cfg.holdout <= 0 and config.weight is None:
+        raise InputError("without a holdout, give the weight (the value a holdout run chose)")
+    teach, held, dropped = _split_groups(config)
+    base = bundled_model_path()
+    model, result = train(
+        teach, held, base, config.work, cfg, budget_s=config.budget_s, on_step=config.on_step
+    )
+    fit = CrossFit(result, len(held), dropped, cfg.depth)
+    if not result.finished:
+        return fit
+    best = result.curve[-1]["best_weight"] if config.weight is None else config.weight
+    fit.weight = float(best)
+    trained_on = {
+        "issues": result.issues,
+        "repositories": result.repos,
+        "held_out": result.holdout_repos,
     }
-    for name, (a, b) in factors.items():
-        arrays[f"{name}.lora_A"] = a.astype(np.float16)
-        arrays[f"{name}.lora_B"] = b.astype(np.float16)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(tmp, **arrays)
-    tmp.replace(path)
-    return path
+    provenance = Provenance(
+        command=config.command,
+        comment="",
+        cv={},
+        extra={
+            "trained_on": trained_on,
+            "curve": result.curve,
+            "config": vars(cfg),
+            "final_loss": sum(result.losses[-50:]) / max(1, len(result.losses[-50:])),
+            "seconds": round(result.seconds),
+        },
+    )
+    fingerprint = weights_fingerprint(Path(base))
+    fit.written = write_cross(model, config.target, fingerprint, fit.weight, provenance)
+    if config.dev_corpus is not None and config.export_dir is not None:
+        fit.dev = score_dev(fit.written, config.dev_corpus, config.export_dir)
+    return fit
+
+
+def _split_groups(config: CrossRun) -> tuple[list[Group], list[Group], int]:
+    """The groups to train on and to validate on, and the issues excluded repositories
+    lost. The held-out repositories are chosen once, on the corpus's teaching rows; their
+    pools are ordered by a pool ranker refitted without them."""
+    from spider.learn.corpus import read_corpus
+    from spider.learn.excluded import excluded_repos
+    from spider.learn.ranker import Params, fit, training_rows
+    from spider.pool_rank import default_ranker
+
+    cfg = config.train
+    skip = excluded_repos(list(config.excluded))
+    ranker = default_ranker()
+    rows, _ = training_rows(read_corpus(config.corpus))
+    rows = [r for r in rows if r.positives > 0 and not is_excluded(r.repo, skip)]
+    held_repos = holdout_repos(Counter(r.repo for r in rows), cfg.holdout, cfg.seed)
+    if held_repos:
+        leaves, trees, prior = RANKER_PARAMS
+        teaching = [r for r in rows if r.repo not in held_repos]
+        ranker = fit(teaching, Params(leaves, trees, prior=prior))
+    rank = ranker.scores if ranker else None
+    groups, dropped = read_groups(config.corpus, skip, rank, cfg.depth)
+    teach, held = split_by(groups, held_repos)
+    return teach, held, dropped
+
+
+def score_dev(path: Path, dev: Path, export_dir: Path) -> DevScores:
+    """R@20 / MRR@20 of the development pools, ordered by the shipped ranker, re-sorted by
+    the written file through the engine's own scorer (ONNX) at each weight."""
+    from spider.cross import CrossScorer, read_cross
+    from spider.pool_rank import default_ranker
+    from spider.retrieve.dense import bundled_model_path
+
+    model = read_cross(path, bundled_model_path())
+    scorer = CrossScorer(model, export_dir)
+    ranker = default_ranker()
+    groups, _ = read_groups(dev, frozenset(), ranker.scores if ranker else None, model.depth)
+    by = evaluate(groups, [scorer.scores(g.query, list(g.texts)) for g in groups])
+    return DevScores(dev, len(groups), by, model.weight)
 
 
 __all__ = [
     "CROSS_ONLY",
     "CrossConfig",
+    "CrossFit",
     "CrossModel",
     "CrossResult",
+    "CrossRun",
+    "DevScores",
     "Group",
     "best_weight",
     "epoch_batch",
     "evaluate",
     "group_loss",
-    "holdout_repos",
-    "read_curve",
     "read_groups",
+    "run",
+    "score_dev",
+    "split_by",
     "split_holdout",
     "train",
     "write_cross",

@@ -5,17 +5,51 @@ whole repository (scikit-learn's ``LeaveOneGroupOut`` with the repository as the
 folds come in sorted repository order, items keep their order inside a fold. With many
 repositories, :func:`repository_folds` holds out groups of whole repositories instead
 (``GroupKFold``), which costs K fits instead of one per repository.
+
+Every fit's ``cross_validate`` returns one :class:`CVReport`: what it chose (typed per
+fit), the instances and folds, and its figures as the command writes them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from spider.errors import InputError
 
 T = TypeVar("T")
+C = TypeVar("C")  # what a cross-validation chooses
 MIN_GROUPS = 2  # one repository to hold out, at least one to fit on
+
+
+@dataclass(frozen=True)
+class CVReport(Mapping[str, Any], Generic[C]):
+    """What every ``cross_validate`` returns: the choice it made (``chosen``: the pool
+    ranker's parameters and calibration, the adapter's parameters, the head's (pool, C),
+    the selector's margin, the calibration, the fusion weights), how many ``instances``,
+    how the ``folds`` were made, and the ``figures`` as its JSON report holds them.
+
+    It reads as that report (a read-only mapping of ``figures``), so a command prints and
+    writes the figures as before; :meth:`to_json` is a copy to write or to extend."""
+
+    chosen: C
+    instances: int
+    folds: str
+    figures: Mapping[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.figures[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.figures)
+
+    def __len__(self) -> int:
+        return len(self.figures)
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as a new dict (the JSON report)."""
+        return dict(self.figures)
 
 
 def leave_one_repository_out(

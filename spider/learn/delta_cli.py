@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -35,6 +36,7 @@ from spider.cli_common import (
 from spider.errors import SpiderError
 
 if TYPE_CHECKING:
+    from spider.learn.encoder_tune import DeltaFit
     from spider.progress import Progress
 
 GROUP = "train"
@@ -59,6 +61,57 @@ Bf16Opt = Annotated[
 BudgetOpt = Annotated[
     float | None, typer.Option(help="stop at a checkpoint after this long (run again)")
 ]
+WorkOpt = Annotated[
+    Path, typer.Option("--work", help="checkpoints (the same command resumes from them)")
+]
+RankOpt = Annotated[int, typer.Option(help="LoRA rank")]
+EvalEveryOpt = Annotated[int, typer.Option(help="steps between validations")]
+SeedOpt = Annotated[int, typer.Option()]
+CommitStepsOpt = Annotated[
+    int, typer.Option(help="optimiser steps on mined fix commits (after code-text)")
+]
+BatchingOpt = Annotated[
+    str,
+    typer.Option(
+        help="'mixed': a batch draws from every repository; 'repo': from one repository, "
+        "so the other queries' functions are same-repository negatives"
+    ),
+]
+FractionOpt = Annotated[
+    float, typer.Option(help="share of each kind's pairs used (learning curves)")
+]
+DeltaHoldoutOpt = Annotated[
+    float,
+    typer.Option(
+        help="share of issue queries kept out (whole repositories) to validate on; "
+        "writes the learning curve to WORK/curve.jsonl"
+    ),
+]
+CodeReposOpt = Annotated[
+    str | None,
+    typer.Option(help="comma-separated owner/name whose HEAD gives code-text pairs"),
+]
+MinedOpt = Annotated[
+    list[Path],
+    typer.Option(
+        "--mined",
+        help="fix commits mined from history (`spider bench history --mine-only` "
+        "writes DIR/dataset.jsonl): each message, and the changelog line it adds, is a query",
+    ),
+]
+FragmentsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fragments/--no-fragments", help="a mined commit's changelog line as a second query"
+    ),
+]
+ConsistencyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--consistency/--no-consistency",
+        help="drop issue pairs the untuned model ranks last among their negatives",
+    ),
+]
 
 
 def step_reporter(listener: Progress | None) -> Callable[[int, int, float], None]:
@@ -78,25 +131,10 @@ def step_reporter(listener: Progress | None) -> Callable[[int, int, float], None
 def pairs(
     repos: ReposOpt,
     out: Annotated[Path, typer.Option("--out", "-o", help="pairs folder (resumable)")],
-    code_repos: Annotated[
-        str | None,
-        typer.Option(help="comma-separated owner/name whose HEAD gives code-text pairs"),
-    ] = None,
+    code_repos: CodeReposOpt = None,
     dataset: DatasetsOpt = [],  # noqa: B006 - typer reads the default, never mutates it
-    mined: Annotated[
-        list[Path],
-        typer.Option(
-            "--mined",
-            help="fix commits mined from history (`spider bench history --mine-only` "
-            "writes DIR/dataset.jsonl): each message, and the changelog line it adds, is a query",
-        ),
-    ] = [],  # noqa: B006
-    fragments: Annotated[
-        bool,
-        typer.Option(
-            "--fragments/--no-fragments", help="a mined commit's changelog line as a second query"
-        ),
-    ] = True,
+    mined: MinedOpt = [],  # noqa: B006
+    fragments: FragmentsOpt = True,
     excluded: ExcludedOpt = [],  # noqa: B006
     max_files: Annotated[int, typer.Option(help="files sampled per code repository")] = 2000,
     max_pairs: Annotated[int, typer.Option(help="code-text pairs per repository at most")] = 4000,
@@ -105,128 +143,46 @@ def pairs(
 ) -> None:
     """Write code-text pairs (docstring or comment -> the function without it), commit
     pairs (a mined fix commit's message or changelog line -> each function it edits) and
-    issue pairs (issue -> each function its fix edits), with hard negatives, into OUT.
-
-    Long because the mining logic still lives in the command: issue 40's `run(config)` moves it
-    into :mod:`spider.learn.pairs`."""
-    from spider.dataset import read_dataset
-    from spider.learn.excluded import excluded_repos
-    from spider.learn.pairs import (
-        SUMMARY_FILE,
-        build_code_text,
-        build_issue_pairs,
-        commit_queries,
-    )
-    from spider.snapshot import template_resolver
+    issue pairs (issue -> each function its fix edits), with hard negatives, into OUT."""
+    from spider.learn.pairs import PairsRun, run
 
     logging.getLogger("spider").setLevel(logging.INFO)
-    settings = engine_settings()
+    config = PairsRun(
+        repos, out, command_line(GROUP), engine_settings(),
+        code_repos=tuple(split_csv(code_repos) or []) if code_repos else None,
+        datasets=tuple(dataset), mined=tuple(mined), fragments=fragments,
+        excluded=tuple(excluded), max_files=max_files, max_pairs=max_pairs,
+        max_per_repo=max_per_repo,
+    )  # fmt: skip
     try:
-        banned = excluded_repos(excluded)
-        resolve = template_resolver(repos)
-        summary: dict[str, object] = {"command": command_line(GROUP)}
         with terminal_progress(progress) as listener:
-            if code_repos:
-
-                def repo_path(repo: str) -> str:
-                    owner, _, name = repo.partition("/")
-                    return repos.format(owner=owner, name=name)
-
-                summary["code-text"] = build_code_text(
-                    split_csv(code_repos) or [],
-                    repo_path,
-                    settings,
-                    out,
-                    banned,
-                    max_files=max_files,
-                    max_pairs=max_pairs,
-                    progress=listener,
-                )
-            if mined:
-                commits = [i for d in mined for i in read_dataset(_mined_file(d))]
-                summary["commits"] = build_issue_pairs(
-                    commit_queries(commits, fragments=fragments),
-                    resolve,
-                    settings,
-                    out,
-                    banned,
-                    max_per_repo=2 * max_per_repo,
-                    kind="commit",
-                    progress=listener,
-                )
-            if dataset:
-                rows = [i for d in dataset for i in read_dataset(d)]
-                summary["issues"] = build_issue_pairs(
-                    rows,
-                    resolve,
-                    settings,
-                    out,
-                    banned,
-                    max_per_repo=max_per_repo,
-                    progress=listener,
-                )
+            fit = run(replace(config, progress=listener))
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
-    out.mkdir(parents=True, exist_ok=True)
-    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    for kind in ("code-text", "commits", "issues"):
-        part = summary.get(kind)
-        if isinstance(part, dict) and part.get("excluded"):
-            dropped = sum(part["excluded"].values())
-            typer.echo(
-                f"{kind}: dropped {dropped} from excluded repositories: "
-                + ", ".join(sorted(part["excluded"]))
-            )
-    typer.echo(json.dumps(summary, indent=2))
-
-
-def _mined_file(path: Path) -> Path:
-    """A mined dataset: the file itself, or the one a ``spider bench history`` folder holds."""
-    from spider.dataset import HISTORY_DATASET_FILE
-
-    return path / HISTORY_DATASET_FILE if path.is_dir() else path
+    for kind, dropped in fit.excluded().items():
+        typer.echo(
+            f"{kind}: dropped {sum(dropped.values())} from excluded repositories: "
+            + ", ".join(sorted(dropped))
+        )
+    typer.echo(json.dumps(fit.summary, indent=2))
 
 
 def delta(
     pairs_dir: Annotated[Path, typer.Option("--pairs", help="a `spider train pairs` folder")],
-    work: Annotated[
-        Path, typer.Option("--work", help="checkpoints (the same command resumes from them)")
-    ],
+    work: WorkOpt,
     code_steps: Annotated[int, typer.Option(help="optimiser steps on code-text pairs")] = 500,
-    commit_steps: Annotated[
-        int, typer.Option(help="optimiser steps on mined fix commits (after code-text)")
-    ] = 0,
+    commit_steps: CommitStepsOpt = 0,
     issue_steps: Annotated[int, typer.Option(help="optimiser steps on issue pairs")] = 300,
     batch: Annotated[int, typer.Option(help="queries per step")] = 16,
     negatives: Annotated[int, typer.Option(help="hard negatives per query")] = 1,
-    batching: Annotated[
-        str,
-        typer.Option(
-            help="'mixed': a batch draws from every repository; 'repo': from one repository, "
-            "so the other queries' functions are same-repository negatives"
-        ),
-    ] = "mixed",
-    rank: Annotated[int, typer.Option(help="LoRA rank")] = 16,
+    batching: BatchingOpt = "mixed",
+    rank: RankOpt = 16,
     lr: Annotated[float, typer.Option(help="peak learning rate")] = 2e-4,
-    fraction: Annotated[
-        float, typer.Option(help="share of each kind's pairs used (learning curves)")
-    ] = 1.0,
-    holdout: Annotated[
-        float,
-        typer.Option(
-            help="share of issue queries kept out (whole repositories) to validate on; "
-            "writes the learning curve to WORK/curve.jsonl"
-        ),
-    ] = 0.0,
-    eval_every: Annotated[int, typer.Option(help="steps between validations")] = 100,
-    seed: Annotated[int, typer.Option()] = 0,
-    consistency: Annotated[
-        bool,
-        typer.Option(
-            "--consistency/--no-consistency",
-            help="drop issue pairs the untuned model ranks last among their negatives",
-        ),
-    ] = True,
+    fraction: FractionOpt = 1.0,
+    holdout: DeltaHoldoutOpt = 0.0,
+    eval_every: EvalEveryOpt = 100,
+    seed: SeedOpt = 0,
+    consistency: ConsistencyOpt = True,
     bf16: Bf16Opt = None,
     budget_minutes: BudgetOpt = None,
     excluded: ExcludedOpt = [],  # noqa: B006
@@ -235,44 +191,32 @@ def delta(
     progress: ProgressOpt = True,
 ) -> None:
     """Tune both sides of the bundled encoder (LoRA) on the pairs: code-text first, then
-    issues; write the delta (WORK/encoder_delta.npz, or the shipped file).
-
-    Long because the fitting logic still lives in the command (two phases, holdout, provenance,
-    writing): issue 40's `run(config) -> FitResult` moves it into
-    :mod:`spider.learn.encoder_tune`."""
+    issues; write the delta (WORK/encoder_delta.npz, or the shipped file)."""
     from spider.cpu import has_native_bf16
-    from spider.learn.encoder_tune import TuneConfig, tune, write_delta
-    from spider.learn.excluded import excluded_repos
-    from spider.learn.pairs import read_pair_folder
-    from spider.retrieve.delta import DELTA_FILE, weights_fingerprint
-    from spider.retrieve.dense import bundled_model_path
+    from spider.learn.encoder_tune import DeltaRun, TuneConfig, run
+    from spider.retrieve.delta import DELTA_FILE
 
     logging.getLogger("spider").setLevel(logging.INFO)
     cfg = TuneConfig(
         stages=[("code-text", code_steps), ("commit", commit_steps), ("issue", issue_steps)],
-        batch=batch,
-        negatives=negatives,
-        batching=batching,
-        rank=rank,
-        alpha=2.0 * rank,
-        lr=lr,
-        fraction=fraction,
-        holdout=holdout,
-        eval_every=eval_every,
-        seed=seed,
-        consistency=consistency,
-        bf16=has_native_bf16() if bf16 is None else bf16,
-    )
+        batch=batch, negatives=negatives, batching=batching, rank=rank, alpha=2.0 * rank, lr=lr,
+        fraction=fraction, holdout=holdout, eval_every=eval_every, seed=seed,
+        consistency=consistency, bf16=has_native_bf16() if bf16 is None else bf16,
+    )  # fmt: skip
+    target = (weights_file or DELTA_FILE) if write_weights else work / "encoder_delta.npz"
+    budget = budget_minutes * 60 if budget_minutes is not None else None
+    config = DeltaRun(pairs_dir, work, target, command_line(GROUP), cfg, tuple(excluded), budget)
     try:
-        data = read_pair_folder(pairs_dir, excluded_repos(excluded))
-        base = bundled_model_path()
         with terminal_progress(progress) as listener:
-            budget = budget_minutes * 60 if budget_minutes is not None else None
-            model, result = tune(
-                data, base, work, cfg, budget_s=budget, on_step=step_reporter(listener)
-            )
+            fit = run(replace(config, on_step=step_reporter(listener)))
     except SpiderError as exc:
         raise exit_error(str(exc)) from exc
+    _print_delta(fit, work)
+
+
+def _print_delta(fit: DeltaFit, work: Path) -> None:
+    """What a run did: the learning curve, then the file written or where it stopped."""
+    result = fit.training
     for point in result.curve:
         seen = ", ".join(f"{k} {v}" for k, v in point["seen"].items() if v)
         typer.echo(
@@ -286,27 +230,10 @@ def delta(
                 else ""
             )
         )
-    if not result.finished:
+    if fit.written is None:
         typer.echo(
             f"stopped at step {result.steps_done} of {result.steps_total} (checkpoint in "
             f"{work}); run the same command again to go on"
         )
         return
-    target = (weights_file or DELTA_FILE) if write_weights else work / "encoder_delta.npz"
-    meta = {
-        "command": command_line(GROUP),
-        "trained_on": {
-            "pairs": result.pairs,
-            "dropped_inconsistent": result.dropped_inconsistent,
-            "repositories": sorted(
-                {p.repo for kind in data.values() for p in kind} - set(result.holdout_repos)
-            ),
-            "held_out": result.holdout_repos,
-        },
-        "curve": result.curve,
-        "config": {k: v for k, v in vars(cfg).items() if k != "stages"}
-        | {"stages": [list(s) for s in cfg.stages]},
-        "final_loss": sum(result.losses[-50:]) / max(1, len(result.losses[-50:])),
-    }
-    write_delta(model, target, cfg, weights_fingerprint(Path(base)), meta)
-    typer.echo(f"wrote {target} ({target.stat().st_size / 1e6:.1f} MB)")
+    typer.echo(f"wrote {fit.written} ({fit.written.stat().st_size / 1e6:.1f} MB)")

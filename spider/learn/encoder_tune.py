@@ -29,32 +29,35 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
-import math
-import os
 import random
-import time
-import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from spider.errors import InputError
+from spider.learn.lora import load_trainable, lora_factors, lora_state
+from spider.learn.lora import torch_module as _torch
+from spider.learn.model_file import LoraBody, Provenance, write_model_file
 from spider.learn.pairs import Pair
+from spider.learn.torch_fit import (
+    Loop,
+    StepReport,
+    append_point,
+    holdout_repos,
+    load_checkpoint,
+    read_curve,
+    run_steps,
+    save_checkpoint,
+    warmup_cosine,
+)
 from spider.retrieve.delta import DELTA_KIND, DELTA_SCHEMA
 from spider.retrieve.dense import BUNDLED_MODEL_ID
 
 log = logging.getLogger(__name__)
 
-TARGET_MODULES = r".*encoder\.layer\.\d+\..*(query|key|value|dense)$"
-CHECKPOINT = "checkpoint.pt"
-STATE = "state.json"
-CURVE = "curve.jsonl"
 BATCHING = ("mixed", "repo")
 
 
@@ -100,37 +103,6 @@ class TuneResult:
     losses: list[float]
     holdout_repos: list[str] = field(default_factory=list)
     curve: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - a dependency of the project
-        raise InputError("tuning the encoder needs torch (pip install torch==2.13.0)") from exc
-    return torch
-
-
-def load_trainable(base_dir: str, cfg: TuneConfig) -> tuple[Any, Any]:
-    """The bundled transformer with fresh LoRA adapters, and its tokenizer."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    try:
-        from peft import LoraConfig, get_peft_model
-        from transformers import AutoModel, AutoTokenizer
-    except ImportError as exc:
-        raise InputError(
-            f"tuning the encoder needs peft and transformers (pip install 'spider-bot[train]'): {exc}"
-        ) from exc
-    from spider.retrieve.dense import silence_progress_bars
-
-    silence_progress_bars()
-    tok = AutoTokenizer.from_pretrained(base_dir)
-    model = AutoModel.from_pretrained(base_dir)
-    lora = LoraConfig(
-        r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout, target_modules=TARGET_MODULES
-    )
-    with warnings.catch_warnings():  # peft reads a transformers attribute deprecated in v5
-        warnings.simplefilter("ignore", FutureWarning)
-        return get_peft_model(model, lora), tok
 
 
 def _embed(model: Any, tok: Any, texts: Sequence[str], max_tokens: int, bf16: bool) -> Any:
@@ -230,14 +202,7 @@ def split_holdout(
         return pairs, [], []
     issues = pairs.get("issue", [])
     queries = Counter(p.repo for p in {p.source: p for p in issues}.values())
-    total = sum(queries.values())
-    order = sorted(queries, key=lambda r: hashlib.sha256(f"{seed}:{r}".encode()).hexdigest())
-    held_repos: list[str] = []
-    for repo in order:
-        if sum(queries[r] for r in held_repos) >= share * total:
-            break
-        held_repos.append(repo)
-    held = set(held_repos)
+    held = set(holdout_repos(queries, share, seed))
     train = {kind: [p for p in rows if p.repo not in held] for kind, rows in pairs.items()}
     return train, [p for p in issues if p.repo in held], sorted(held)
 
@@ -292,23 +257,9 @@ def _curve_point(
     with model.disable_adapter() if base else contextlib.nullcontext():
         scores = validate(model, tok, held, cfg)
     point = {"step": step, "seen": dict(seen), **scores}
-    with (work / CURVE).open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(point) + "\n")
+    append_point(work, point)
     log.info("validation at step %d: %s", step, scores)
     return point
-
-
-def read_curve(work: Path) -> list[dict[str, Any]]:
-    """The learning-curve points a run has written (one per validated step)."""
-    path = work / CURVE
-    if not path.exists():
-        return []
-    points = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            p = json.loads(line)
-            points[p["step"]] = p  # a resumed run may validate a step twice
-    return [points[k] for k in sorted(points)]
 
 
 def _batches(
@@ -356,14 +307,6 @@ def _interleave_sources(rows: Sequence[Pair]) -> list[Pair]:
     return out
 
 
-def warmup_cosine(step: int, total: int, warmup: int) -> float:
-    """The learning-rate factor at ``step``: linear warm-up, then cosine decay to 0."""
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = (step - warmup) / max(1, total - warmup)
-    return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
 def tune(
     pairs: dict[str, list[Pair]],
     base_dir: str,
@@ -371,95 +314,131 @@ def tune(
     cfg: TuneConfig,
     *,
     budget_s: float | None = None,
-    on_step: Callable[[int, int, float], None] | None = None,
+    on_step: StepReport | None = None,
 ) -> tuple[Any, TuneResult]:
-    """Train (or resume training) the adapters; returns the model and what was done.
+    """Train (or resume training) the adapters, stage by stage, in the one training loop
+    (:func:`spider.learn.torch_fit.run_steps`); returns the model and what was done.
 
-    ``budget_s`` stops after that many seconds at a checkpoint (run again to go on).
-
-    Long because it is the resumable training loop (checkpoint, budget, curve); issue 40 shares
-    one loop between the cross-encoder and the delta."""
+    ``budget_s`` stops after that many seconds at a checkpoint (run again to go on)."""
     torch = _torch()
     if cfg.batching not in BATCHING:
         raise InputError(f"batching is one of {', '.join(BATCHING)}, not {cfg.batching!r}")
     torch.manual_seed(cfg.seed)
     work.mkdir(parents=True, exist_ok=True)
     pairs, held, held_repos = split_holdout(pairs, cfg.holdout, cfg.seed)
-    model, tok = load_trainable(base_dir, cfg)
+    model, tok = load_trainable(base_dir, cfg.rank, cfg.alpha, cfg.dropout)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.01)
     total = sum(steps for _, steps in cfg.stages)
-    step, losses = 0, []
-    dropped: dict[str, int] = {}
-    state_file, ckpt = work / STATE, work / CHECKPOINT
-    if ckpt.exists() and state_file.exists():
-        state = json.loads(state_file.read_text())
-        if state.get("config") != _config_key(cfg):
-            raise InputError(
-                f"{work} holds a run with other settings; delete it or pass the same options"
-            )
-        saved = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(saved["model"], strict=False)
-        opt.load_state_dict(saved["optimizer"])
-        step, losses, dropped = state["step"], state["losses"], state.get("dropped", {})
-        log.info("resumed at step %d of %d", step, total)
+    step, losses, dropped = _resume(model, opt, work, cfg, total)
     used = {kind: 0 for kind, _ in cfg.stages}
-    t0 = time.perf_counter()
+
+    def save(at: int) -> None:
+        _save(model, opt, work, cfg, at, losses, dropped)
+
+    loop = Loop(opt, params, [cfg.lr], total, cfg.checkpoint_every, save, losses, budget_s, on_step)
     if held and step == 0 and not read_curve(work):
         _curve_point(model, tok, held, cfg, work, 0, _seen(cfg, 0), base=True)
     model.train()
-    offset = 0
+    offset, stopped = 0, False
     for kind, steps in cfg.stages:
-        stage_rng = random.Random(f"{cfg.seed}:{kind}")
-        data = list(pairs.get(kind, []))
-        stage_rng.shuffle(data)
-        data = data[: max(cfg.batch, int(len(data) * cfg.fraction))]
-        if kind != "code-text" and cfg.consistency and step < offset + steps:
-            before = len(data)
-            data = _cached_filter(work, kind, lambda d=data: consistent(model, tok, d, cfg))
-            dropped[kind] = before - len(data)
+        data = _stage_data(pairs, kind, step < offset + steps, cfg, work, (model, tok), dropped)
         used[kind] = len(data)
         if len(data) < cfg.batch:
             log.warning("stage %s: %d pairs, fewer than a batch; skipped", kind, len(data))
-            offset += steps
-            continue
-        epoch = 0
-        epoch_batches = _epoch(data, cfg, kind, epoch)
-        per_epoch = len(epoch_batches)  # the same every epoch: it depends on counts only
-        while step < offset + steps:
-            local = step - offset
-            if local // per_epoch != epoch:
-                epoch = local // per_epoch
-                epoch_batches = _epoch(data, cfg, kind, epoch)
-            batch = epoch_batches[local % per_epoch]
-            for g in opt.param_groups:
-                g["lr"] = cfg.lr * warmup_cosine(local, steps, cfg.warmup)
-            loss = batch_loss(model, tok, batch, cfg, random.Random(f"{cfg.seed}:{step}"))
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            opt.zero_grad()
-            step += 1
-            value = float(loss.detach())
-            losses.append(round(value, 4))
-            if on_step is not None:
-                on_step(step, total, value)
-            if held and (step % cfg.eval_every == 0 or step == offset + steps):
-                _curve_point(model, tok, held, cfg, work, step, _seen(cfg, step))
-            out_of_time = budget_s is not None and time.perf_counter() - t0 > budget_s
-            if step % cfg.checkpoint_every == 0 or step == total or out_of_time:
-                _save(model, opt, work, cfg, step, losses, dropped)
-            if out_of_time:
-                return model, TuneResult(
-                    step, total, False, used, sum(dropped.values()), time.perf_counter() - t0, losses,
-                    held_repos, read_curve(work),
-                )  # fmt: skip
+        else:
+            stage = _Stage(model, tok, data, cfg, kind, offset, steps)
+            evaluate = stage.validator(held, work) if held else None
+            step, stopped = run_steps(
+                loop, step, offset + steps, stage.loss, stage.lr, evaluate, cfg.eval_every
+            )
+            if stopped:
+                break
         offset += steps
-    _save(model, opt, work, cfg, step, losses, dropped)
-    return model, TuneResult(
-        step, total, True, used, sum(dropped.values()), time.perf_counter() - t0, losses, held_repos,
-        read_curve(work),
+    if not stopped:
+        save(step)
+    result = TuneResult(
+        step, total, not stopped, used, sum(dropped.values()), loop.elapsed(), losses,
+        held_repos, read_curve(work),
     )  # fmt: skip
+    return model, result
+
+
+def _resume(
+    model: Any, opt: Any, work: Path, cfg: TuneConfig, total: int
+) -> tuple[int, list[float], dict[str, int]]:
+    """The step, losses and consistency drops of the run in ``work`` (its tensors loaded
+    into ``model`` and ``opt``); nothing done for a fresh run."""
+    resumed = load_checkpoint(work, _config_key(cfg))
+    if resumed is None:
+        return 0, [], {}
+    saved, state = resumed
+    model.load_state_dict(saved["model"], strict=False)
+    opt.load_state_dict(saved["optimizer"])
+    log.info("resumed at step %d of %d", state["step"], total)
+    return state["step"], state["losses"], state.get("dropped", {})
+
+
+def _stage_data(
+    pairs: dict[str, list[Pair]],
+    kind: str,
+    to_run: bool,
+    cfg: TuneConfig,
+    work: Path,
+    untuned: tuple[Any, Any],
+    dropped: dict[str, int],
+) -> list[Pair]:
+    """A stage's pairs: shuffled by the seed, ``fraction`` of them, and (for a stage still
+    ``to_run`` past code-text) through the consistency filter, whose drops go to ``dropped``."""
+    data = list(pairs.get(kind, []))
+    random.Random(f"{cfg.seed}:{kind}").shuffle(data)
+    data = data[: max(cfg.batch, int(len(data) * cfg.fraction))]
+    if kind != "code-text" and cfg.consistency and to_run:
+        model, tok = untuned
+        before = len(data)
+        data = _cached_filter(work, kind, lambda d=data: consistent(model, tok, d, cfg))
+        dropped[kind] = before - len(data)
+    return data
+
+
+class _Stage:
+    """One stage's steps for :func:`spider.learn.torch_fit.run_steps`: its batches (an
+    epoch's, drawn again each epoch by the seed), its loss and its learning-rate schedule."""
+
+    def __init__(
+        self, model: Any, tok: Any, data: list[Pair], cfg: TuneConfig, kind: str, offset: int,
+        steps: int,
+    ) -> None:  # fmt: skip
+        self.model, self.tok, self.data, self.cfg = model, tok, data, cfg
+        self.kind, self.offset, self.steps = kind, offset, steps
+        self.epoch = 0
+        self.batches = _epoch(data, cfg, kind, 0)
+        self.per_epoch = len(self.batches)  # the same every epoch: it depends on counts only
+
+    def batch(self, step: int) -> list[Pair]:
+        """The batch of run step ``step``."""
+        local = step - self.offset
+        if local // self.per_epoch != self.epoch:
+            self.epoch = local // self.per_epoch
+            self.batches = _epoch(self.data, self.cfg, self.kind, self.epoch)
+        return self.batches[local % self.per_epoch]
+
+    def loss(self, step: int) -> Any:
+        """The contrastive loss of the batch of run step ``step``."""
+        rng = random.Random(f"{self.cfg.seed}:{step}")
+        return batch_loss(self.model, self.tok, self.batch(step), self.cfg, rng)
+
+    def lr(self, step: int) -> float:
+        """Warm-up then cosine over the stage's own steps."""
+        return warmup_cosine(step - self.offset, self.steps, self.cfg.warmup)
+
+    def validator(self, held: Sequence[Pair], work: Path) -> Callable[[int], None]:
+        """A learning-curve point on ``held`` at a step."""
+
+        def evaluate(step: int) -> None:
+            _curve_point(self.model, self.tok, held, self.cfg, work, step, _seen(self.cfg, step))
+
+        return evaluate
 
 
 def _seen(cfg: TuneConfig, step: int) -> dict[str, int]:
@@ -505,34 +484,16 @@ def _save(
     losses: list[float],
     dropped: dict[str, int],
 ) -> None:
-    torch = _torch()
-    trainable = {k: v for k, v in model.state_dict().items() if "lora_" in k}
-    tmp = work / (CHECKPOINT + ".tmp")
-    torch.save({"model": trainable, "optimizer": opt.state_dict()}, tmp)
-    tmp.replace(work / CHECKPOINT)
+    tensors = {"model": lora_state(model), "optimizer": opt.state_dict()}
     state = {"config": _config_key(cfg), "step": step, "losses": losses, "dropped": dropped}
-    (work / (STATE + ".tmp")).write_text(json.dumps(state))
-    (work / (STATE + ".tmp")).replace(work / STATE)
-
-
-def delta_factors(model: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """``base weight name -> (A, B)`` of every adapter (A: rank x in, B: out x rank)."""
-    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for name, module in model.named_modules():
-        if not hasattr(module, "lora_A") or "default" not in getattr(module, "lora_A", {}):
-            continue
-        a = module.lora_A["default"].weight.detach().float().numpy()
-        b = module.lora_B["default"].weight.detach().float().numpy()
-        base = name.split("base_model.model.", 1)[-1] + ".weight"
-        out[base] = (a, b)
-    return out
+    save_checkpoint(work, tensors, state)
 
 
 def write_delta(
-    model: Any, path: Path, cfg: TuneConfig, base_fingerprint: str, meta: dict[str, Any]
+    model: Any, path: Path, cfg: TuneConfig, base_fingerprint: str, provenance: Provenance
 ) -> Path:
-    """Save the adapters as the delta file ``spider.retrieve.delta`` reads (float16)."""
-    factors = delta_factors(model)
+    """Save the adapters as the delta file ``spider.retrieve.delta`` reads (float16), through
+    the one model-file writer."""
     header = {
         "schema": DELTA_SCHEMA,
         "kind": DELTA_KIND,
@@ -540,15 +501,67 @@ def write_delta(
         "base_fingerprint": base_fingerprint,
         "rank": cfg.rank,
         "alpha": cfg.alpha,
-        "targets": sorted(factors),
-        **meta,
     }
-    arrays: dict[str, np.ndarray] = {"meta": np.array(json.dumps(header, sort_keys=True))}
-    for name, (a, b) in factors.items():
-        arrays[f"{name}.lora_A"] = a.astype(np.float16)
-        arrays[f"{name}.lora_B"] = b.astype(np.float16)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(tmp, **arrays)
-    tmp.replace(path)
-    return path
+    return write_model_file(path, LoraBody(header, lora_factors(model)), provenance)
+
+
+@dataclass(frozen=True)
+class DeltaRun:
+    """What ``spider train delta`` asks for: the pairs, the run folder, the file to write
+    and how to train (``tune``)."""
+
+    pairs_dir: Path
+    work: Path
+    target: Path  # where the finished delta goes
+    command: str  # as typed: the file's provenance
+    tune: TuneConfig = field(default_factory=TuneConfig)
+    excluded: tuple[Path, ...] = ()  # further lists of repositories never to train on
+    budget_s: float | None = None
+    on_step: StepReport | None = None
+
+
+@dataclass
+class DeltaFit:
+    """What :func:`run` did: the training and the file written (None: stopped at a
+    checkpoint; the same command goes on)."""
+
+    training: TuneResult
+    written: Path | None
+
+
+def run(config: DeltaRun) -> DeltaFit:
+    """Read the pairs, tune (or resume), and write the delta when the run finished."""
+    from spider.learn.excluded import excluded_repos
+    from spider.learn.pairs import read_pair_folder
+    from spider.retrieve.delta import weights_fingerprint
+    from spider.retrieve.dense import bundled_model_path
+
+    cfg = config.tune
+    data = read_pair_folder(config.pairs_dir, excluded_repos(list(config.excluded)))
+    base = bundled_model_path()
+    model, result = tune(
+        data, base, config.work, cfg, budget_s=config.budget_s, on_step=config.on_step
+    )
+    if not result.finished:
+        return DeltaFit(result, None)
+    repos = {p.repo for kind in data.values() for p in kind} - set(result.holdout_repos)
+    trained_on = {
+        "pairs": result.pairs,
+        "dropped_inconsistent": result.dropped_inconsistent,
+        "repositories": sorted(repos),
+        "held_out": result.holdout_repos,
+    }
+    provenance = Provenance(
+        command=config.command,
+        comment="",
+        cv={},
+        extra={
+            "trained_on": trained_on,
+            "curve": result.curve,
+            "config": {k: v for k, v in vars(cfg).items() if k != "stages"}
+            | {"stages": [list(s) for s in cfg.stages]},
+            "final_loss": sum(result.losses[-50:]) / max(1, len(result.losses[-50:])),
+        },
+    )
+    write_delta(model, config.target, cfg, weights_fingerprint(Path(base)), provenance)
+    return DeltaFit(result, config.target)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spider.dataset import Instance
-from spider.learn.cv import leave_one_repository_out
+from spider.learn.cv import CVReport, leave_one_repository_out
+from spider.metrics import reciprocal_rank
 from spider.retrieve.first_stage import Rankable, first_stage
 from spider.retrieve.fusion import FusionWeights, fuse
 from spider.settings import EngineSettings
@@ -118,8 +119,7 @@ def score(rows: Sequence[dict[str, Any]], p: dict[str, float]) -> dict[str, floa
         n = max(int(x["ngt"]), 1)
         rec.append(min(hit.sum() / n, 1.0))
         acc.append(float(hit.sum() >= n))
-        first = np.nonzero(hit)[0]
-        mrr.append(1.0 / (first[0] + 1) if len(first) else 0.0)
+        mrr.append(reciprocal_rank(hit, K))
     return {"R@20": float(np.mean(rec)), "A@20": float(np.mean(acc)), "MRR@20": float(np.mean(mrr))}
 
 
@@ -133,8 +133,9 @@ def grid() -> list[dict[str, float]]:
     return [dict(zip(names, vals, strict=True)) for vals in itertools.product(*GRID.values())]
 
 
-def cross_validate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Leave-one-repository-out choice of the fusion parameters, and the overall best."""
+def cross_validate(rows: Sequence[dict[str, Any]]) -> CVReport[dict[str, float]]:
+    """Leave-one-repository-out choice of the fusion parameters, and the overall best (the
+    report's ``chosen``)."""
     points = grid()
     held_out: list[dict[str, float]] = []
     chosen: dict[str, dict[str, float]] = {}
@@ -151,7 +152,7 @@ def cross_validate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "fusion_file": 0.0,
         "fusion_history": 0.0,
     }
-    return {
+    figures = {
         "instances": len(rows),
         "chosen_per_fold": chosen,
         "cv": {k: float(np.mean([h[k] for h in held_out])) for k in ("R@20", "A@20", "MRR@20")},
@@ -159,3 +160,4 @@ def cross_validate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "best_on_all_scores": score(rows, overall),
         "plain_rrf_scores": score(rows, plain),
     }
+    return CVReport(overall, len(rows), "leave one repository out", figures)

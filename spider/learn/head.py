@@ -15,7 +15,7 @@ CV figures go into the weights file beside the command line.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -26,9 +26,10 @@ from spider.dataset import Instance
 from spider.errors import InputError
 from spider.features import HEAD_FEATURES as FEATURES
 from spider.features import head_features
-from spider.learn.cv import leave_one_repository_out
+from spider.learn.cv import CVReport, leave_one_repository_out
 from spider.learn.estimator import Logistic
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
+from spider.metrics import reciprocal_rank
 from spider.rerank import WEIGHTS_KIND, RerankWeights
 from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
@@ -89,18 +90,13 @@ def fit(rows: Sequence[dict[str, Any]], c: float = L2_C, pool: int = POOL) -> Re
     return RerankWeights(coef=model.named(FEATURES), bias=model.intercept)
 
 
-def _mrr(labels: np.ndarray, k: int) -> float:
-    hits = np.flatnonzero(labels[:k])
-    return 1.0 / (hits[0] + 1) if len(hits) else 0.0
-
-
 def reordered_mrr(row: dict[str, Any], weights: RerankWeights | None, k: int) -> float:
     """MRR@k of one instance's top k, as first-stage order or re-sorted by ``weights``."""
     y = row["y"][:k]
     if weights is None:
-        return _mrr(y, k)
+        return reciprocal_rank(y, k)
     order = np.argsort(-weights.logits(row["x"][:k]), kind="stable")
-    return _mrr(y[order], k)
+    return reciprocal_rank(y[order], k)
 
 
 def _repo(row: dict[str, Any]) -> str:
@@ -125,9 +121,9 @@ def choose(
 
 def cross_validate(
     rows: Sequence[dict[str, Any]], k: int, grid: Sequence[tuple[int, float]] = GRID
-) -> dict[str, Any]:
+) -> CVReport[tuple[int, float]]:
     """Nested leave-one-repository-out MRR@k of the re-sorted head, per repository and
-    overall, and the (pool, C) chosen on all rows."""
+    overall, and the (pool, C) chosen on all rows (the report's ``chosen``)."""
     repos: list[str] = []
     before: dict[str, list[float]] = {}
     after: dict[str, list[float]] = {}
@@ -141,9 +137,10 @@ def cross_validate(
     pool, c = choose(rows, k, grid) if len(grid) > 1 else grid[0]
     every_before = [v for vs in before.values() for v in vs]
     every_after = [v for vs in after.values() for v in vs]
-    return {
+    folds = "leave one repository out; (pool, C) chosen inside each fold (nested)"
+    figures = {
         "instances": len(rows),
-        "folds": "leave one repository out; (pool, C) chosen inside each fold (nested)",
+        "folds": folds,
         "pool": pool,
         "C": c,
         f"MRR@{k} first stage": round(fmean(every_before), 4),
@@ -158,12 +155,13 @@ def cross_validate(
             for rp in repos
         },
     }
+    return CVReport((pool, c), len(rows), folds, figures)
 
 
 COMMENT = "Fitted by `spider train head` on the dev set only; see README."
 
 
-def write_weights(weights: RerankWeights, cv: dict[str, Any], command: str, path: Path) -> None:
+def write_weights(weights: RerankWeights, cv: Mapping[str, Any], command: str, path: Path) -> None:
     """Write the weights file ``spider.rerank`` ships with."""
     body = WeightsBody(
         kind=WEIGHTS_KIND,

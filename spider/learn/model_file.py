@@ -10,7 +10,10 @@ dumper so that its loader reads it back unchanged:
   head model, the head calibration): JSON through :func:`spider.weights.dump_weights`;
 - :class:`~spider.pool_rank.PoolRanker`: JSON through :func:`spider.pool_rank.dump_ranker`;
 - :class:`~spider.retrieve.adapter.QueryAdapter`: ``.npz`` through
-  :func:`spider.retrieve.adapter.dump_adapter`.
+  :func:`spider.retrieve.adapter.dump_adapter`;
+- :class:`LoraBody` (the encoder delta, the cross-encoder): ``.npz`` through
+  :func:`spider.retrieve.delta.dump_lora`. Its figures are the learning curve it records
+  (``curve``), so a LoRA file carries ``comment`` and ``cv`` only when they are given.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from spider.pool_rank import PoolRanker, dump_ranker
 from spider.retrieve.adapter import QueryAdapter, dump_adapter
+from spider.retrieve.delta import dump_lora
 from spider.weights import dump_weights
 
 RESERVED = frozenset({"schema", "kind", "comment", "command", "cv"})  # keys provenance owns
@@ -56,7 +62,26 @@ class WeightsBody:
     scalars: Mapping[str, float]
 
 
-Model = WeightsBody | PoolRanker | QueryAdapter
+@dataclass(frozen=True)
+class LoraBody:
+    """A LoRA file's body: the header its kind's reader checks (``schema``, ``kind``,
+    ``base``, ``base_fingerprint``, ``rank``, ``alpha`` and per kind e.g. the head's
+    ``bias``), the adapters' factors (``name -> (A, B)``, float16 on disk) and any further
+    arrays (the cross-encoder's head direction)."""
+
+    header: Mapping[str, Any]
+    factors: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    arrays: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+
+Model = WeightsBody | PoolRanker | QueryAdapter | LoraBody
+
+
+def _lora_meta(provenance: Provenance) -> dict[str, Any]:
+    """A LoRA file's metadata: the provenance, ``comment`` and ``cv`` left out when empty
+    (its figures are the learning curve in ``extra``)."""
+    meta = provenance.meta()
+    return {k: v for k, v in meta.items() if k not in ("comment", "cv") or v}
 
 
 def write_model_file(path: str | Path, model: Model, provenance: Provenance) -> Path:
@@ -71,6 +96,8 @@ def write_model_file(path: str | Path, model: Model, provenance: Provenance) -> 
         dump_ranker(path, model, meta)
     elif isinstance(model, QueryAdapter):
         dump_adapter(path, model.matrix, meta)
+    elif isinstance(model, LoraBody):
+        dump_lora(path, {**model.header, **_lora_meta(provenance)}, model.factors, model.arrays)
     else:
         raise TypeError(f"no model file format for {type(model).__name__}")
     return path

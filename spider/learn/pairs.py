@@ -469,3 +469,85 @@ def read_pair_folder(out: Path, excluded: frozenset[str]) -> dict[str, list[Pair
     return {
         kind: drop_excluded(rows, lambda p: p.repo, excluded)[0] for kind, rows in found.items()
     }
+
+
+@dataclass(frozen=True)
+class PairsRun:
+    """What ``spider train pairs`` asks for: where the repositories are (``repos``, a
+    template of ``{owner}`` and ``{name}``), the folder to write, and the sources of
+    pairs (code repositories, mined commits, issue datasets)."""
+
+    repos: str
+    out: Path
+    command: str  # as typed: recorded in the summary
+    settings: EngineSettings
+    code_repos: tuple[str, ...] | None = None  # owner/name whose HEAD gives code-text pairs
+    datasets: tuple[Path, ...] = ()
+    mined: tuple[Path, ...] = ()  # mined fix commits: a file or a `bench history` folder
+    fragments: bool = True  # a mined commit's changelog line as a second query
+    excluded: tuple[Path, ...] = ()  # further lists of repositories never to train on
+    max_files: int = 2000
+    max_pairs: int = 4000
+    max_per_repo: int = 200
+    progress: Progress | None = None
+
+
+@dataclass
+class PairsFit:
+    """What :func:`run` wrote: its summary (also ``OUT/pairs.json``), per kind."""
+
+    summary: dict[str, Any]
+
+    def excluded(self) -> dict[str, dict[str, int]]:
+        """Per kind, the pairs dropped from each excluded repository (kinds with none left out)."""
+        out: dict[str, dict[str, int]] = {}
+        for kind in ("code-text", "commits", "issues"):
+            part = self.summary.get(kind)
+            if isinstance(part, dict) and part.get("excluded"):
+                out[kind] = dict(part["excluded"])
+        return out
+
+
+def mined_file(path: Path) -> Path:
+    """A mined dataset: the file itself, or the one a ``spider bench history`` folder holds."""
+    from spider.dataset import HISTORY_DATASET_FILE
+
+    return path / HISTORY_DATASET_FILE if path.is_dir() else path
+
+
+def run(config: PairsRun) -> PairsFit:
+    """Write the code-text, commit and issue pairs ``config`` asks for into ``config.out``
+    (resumable) and the summary beside them."""
+    from spider.dataset import read_dataset
+    from spider.learn.excluded import excluded_repos
+    from spider.snapshot import template_resolver
+
+    banned = excluded_repos(list(config.excluded))
+    resolve = template_resolver(config.repos)
+    settings, out, progress = config.settings, config.out, config.progress
+    summary: dict[str, Any] = {"command": config.command}
+    if config.code_repos is not None:
+
+        def repo_path(repo: str) -> str:
+            owner, _, name = repo.partition("/")
+            return config.repos.format(owner=owner, name=name)
+
+        summary["code-text"] = build_code_text(
+            list(config.code_repos), repo_path, settings, out, banned,
+            max_files=config.max_files, max_pairs=config.max_pairs, progress=progress,
+        )  # fmt: skip
+    if config.mined:
+        commits = [i for d in config.mined for i in read_dataset(mined_file(d))]
+        summary["commits"] = build_issue_pairs(
+            commit_queries(commits, fragments=config.fragments), resolve, settings, out, banned,
+            max_per_repo=2 * config.max_per_repo, kind="commit", progress=progress,
+        )  # fmt: skip
+    if config.datasets:
+        rows = [i for d in config.datasets for i in read_dataset(d)]
+        summary["issues"] = build_issue_pairs(
+            rows, resolve, settings, out, banned, max_per_repo=config.max_per_repo,
+            progress=progress,
+        )  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+    return PairsFit(summary)

@@ -28,11 +28,12 @@ import numpy as np
 from spider.calibration import Calibration
 from spider.errors import InputError
 from spider.features import HISTORY_FEATURES, RANKER_FEATURES
-from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow
-from spider.learn.cv import repository_folds
+from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow, read_corpus, summarise
+from spider.learn.cv import CVReport, repository_folds
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.platt import fit_platt
-from spider.pool_rank import PoolRanker, TreeEnsemble, prior_scores
+from spider.metrics import reciprocal_rank
+from spider.pool_rank import MODEL_FILE, PoolRanker, TreeEnsemble, load_ranker, prior_scores
 
 log = logging.getLogger(__name__)
 
@@ -239,8 +240,7 @@ def metrics(y: np.ndarray, labels: int) -> dict[str, float]:
     for k in KS:
         out[f"R@{k}"] = min(float(y[:k].sum()), labels) / labels
     out["A@20"] = float(y[:20].sum() >= labels)
-    hits = np.flatnonzero(y[:20])
-    out["MRR@20"] = 1.0 / (hits[0] + 1) if len(hits) else 0.0
+    out["MRR@20"] = reciprocal_rank(y, 20)
     return out
 
 
@@ -326,6 +326,14 @@ def loro(
     return report, top
 
 
+@dataclass(frozen=True)
+class RankerChoice:
+    """What the pool ranker's CV chooses: the parameters and their out-of-fold calibration."""
+
+    params: Params
+    calibration: Calibration
+
+
 def calibrate(top: Sequence[tuple[float, int]]) -> Calibration:
     """Platt scaling of out-of-fold first-item scores (:func:`spider.learn.platt.fit_platt`:
     flat at a single class)."""
@@ -338,9 +346,9 @@ def cross_validate(
     key: str = "R@20",
     folds: int = 0,
     weak: Sequence[CorpusRow] = (),
-) -> tuple[Params, dict[str, Any], Calibration]:
-    """The grid point with the best leave-repository-out ``key`` (MRR@20 breaks ties),
-    every point's figures, and the chosen point's out-of-fold calibration."""
+) -> CVReport[RankerChoice]:
+    """The grid point with the best leave-repository-out ``key`` (MRR@20 breaks ties) and
+    its out-of-fold calibration (the report's ``chosen``), and every point's figures."""
     if len({r.repo for r in rows}) < 2:
         raise InputError("leave-one-repository-out CV needs instances from at least 2 repositories")
     points: list[tuple[Params, dict[str, Any], list[tuple[float, int]]]] = []
@@ -349,8 +357,9 @@ def cross_validate(
         log.info("%s: %s", params, report["ranker"])
         points.append((params, report, top))
     best = max(points, key=lambda p: (p[1]["ranker"][key], p[1]["ranker"]["MRR@20"]))
+    how = f"{folds} groups of repositories" if folds else "leave one repository out"
     cv = {
-        "folds": f"{folds} groups of repositories" if folds else "leave one repository out",
+        "folds": how,
         "chosen_by": key,
         "chosen": best[1],
         "grid": [
@@ -358,7 +367,7 @@ def cross_validate(
             for p in points
         ],
     }
-    return best[0], cv, calibrate(best[2])
+    return CVReport(RankerChoice(best[0], calibrate(best[2])), len(rows), how, cv)
 
 
 def learning_curve(
@@ -412,3 +421,66 @@ def write_ranker(path: Path, model: PoolRanker, cv: Mapping[str, Any], command: 
         },
     )
     return write_model_file(path, model, provenance)
+
+
+@dataclass(frozen=True)
+class RankerRun:
+    """What ``spider train ranker`` asks for: the corpora, the CV, and where the model would
+    go (``target``; written only with ``write``, and to the shipped file only when the
+    development pools allow it)."""
+
+    corpus_dirs: tuple[Path, ...]
+    command: str  # as typed: the file's provenance
+    target: Path = MODEL_FILE
+    write: bool = False
+    curve: bool = True  # also the learning curve
+    folds: int = 0  # 0: one repository per fold
+    weak_dirs: tuple[Path, ...] = ()  # fitted on, never scored
+    without: tuple[str, ...] = ()  # feature families left out
+    dev_dirs: tuple[Path, ...] = ()  # development pools: choose between models, never fit
+
+
+@dataclass
+class RankerFit:
+    """What :func:`run` did: the CV report (with the data, the learning curve and the
+    development evidence), the file written, or why the shipped file was not replaced."""
+
+    cv: dict[str, Any]
+    written: Path | None = None
+    refusal: str | None = None
+
+
+def run(config: RankerRun) -> RankerFit:
+    """Cross-validate the grid on the corpus, fit the chosen point on every row (when it
+    is to be written or compared on development pools) and write it where allowed."""
+    drop = list(config.without)
+    rows, bench = training_rows([r for d in config.corpus_dirs for r in read_corpus(d)])
+    weak, weak_bench = training_rows([r for d in config.weak_dirs for r in read_corpus(d)])
+    rows, weak = without(rows, drop), without(weak, drop)
+    names = [d.name for d in config.dev_dirs]
+    dev = {d.name if names.count(d.name) == 1 else str(d): read_corpus(d) for d in config.dev_dirs}
+    report = cross_validate(rows, folds=config.folds, weak=weak)
+    chosen, cv = report.chosen, report.to_json()
+    if config.curve:
+        cv["learning_curve"] = learning_curve(rows, chosen.params, folds=config.folds, weak=weak)
+    data = summarise(rows)
+    cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
+    cv["benchmark_rows_left_out"] = bench + weak_bench
+    if weak:
+        w = summarise(weak)
+        cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
+    cv["without"] = drop
+    result = RankerFit(cv)
+    if not (config.write or dev):
+        return result
+    model = dataclasses.replace(fit([*rows, *weak], chosen.params), calibration=chosen.calibration)
+    if dev:
+        replaced = config.target if config.target.is_file() else MODEL_FILE  # else the shipped
+        predecessor = load_ranker(replaced) if replaced.is_file() else None
+        cv["dev"] = dev_evidence(model, predecessor, dev, drop)
+    if config.write:
+        shipped = config.target.resolve() == MODEL_FILE.resolve()
+        result.refusal = ship_refusal(cv.get("dev", {})) if shipped else None
+        if result.refusal is None:
+            result.written = write_ranker(config.target, model, cv, config.command)
+    return result

@@ -34,7 +34,7 @@ from spider.errors import InvalidSetting, SpiderError
 from spider.features import NEIGHBOUR_FEATURES, log_rank, pool_features
 from spider.ids import graph_ids_for, normalise_id
 from spider.learn.corpus import pre_fix_base
-from spider.learn.cv import leave_one_repository_out
+from spider.learn.cv import CVReport, leave_one_repository_out
 from spider.learn.estimator import Logistic
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
 from spider.metrics import aggregate, dedupe, score_instance
@@ -334,9 +334,10 @@ def _rate(x: float | None) -> float | None:
     return None if x is None else round(x, RATE_DIGITS)
 
 
-def cross_validate(records: Sequence[FitRecord], k: int) -> dict[str, Any]:
+def cross_validate(records: Sequence[FitRecord], k: int) -> CVReport[float]:
     """Leave-one-repository-out CV over the margin grid: per margin the exchange's metrics,
-    admissions, η and τ; the margin chosen by the η > τ rule (``choose_margin``)."""
+    admissions, η and τ; the margin chosen by the η > τ rule (``choose_margin``: the
+    report's ``chosen``)."""
     per_margin: dict[float, list[dict[str, float]]] = {m: [] for m in MARGINS}
     swaps: dict[float, Swaps] = {m: Swaps() for m in MARGINS}
     base: list[dict[str, float]] = []
@@ -365,7 +366,7 @@ def cross_validate(records: Sequence[FitRecord], k: int) -> dict[str, Any]:
         }
         for m in MARGINS
     }
-    return {
+    figures = {
         "margin": margin,
         "rule": "smallest margin with CV η > τ, at least one admission and CV "
         f"R@{k} no lower than without expansion",
@@ -377,6 +378,7 @@ def cross_validate(records: Sequence[FitRecord], k: int) -> dict[str, Any]:
         "oracle": aggregate(ceiling),
         "instances": len(records),
     }
+    return CVReport(margin, len(records), "leave one repository out", figures)
 
 
 def margin_grid(cv: dict[str, Any], k: int = 20) -> list[dict[str, Any]]:

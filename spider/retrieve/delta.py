@@ -159,6 +159,27 @@ def base_name(target: str, names: Iterable[str]) -> str | None:
     return None
 
 
+def dump_lora(
+    path: str | Path,
+    header: Mapping[str, Any],
+    factors: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    arrays: Mapping[str, np.ndarray],
+) -> None:
+    """Write a LoRA file that :func:`read_delta` reads back: ``header`` (with ``targets``,
+    the factors' names, added) as the ``meta`` JSON, the factors as float16 and the other
+    ``arrays`` as they are."""
+    path = Path(path)
+    meta = {**header, "targets": sorted(factors)}
+    out: dict[str, np.ndarray] = {"meta": np.array(json.dumps(meta, sort_keys=True)), **arrays}
+    for name, (a, b) in factors.items():
+        out[name + FACTOR_A] = a.astype(np.float16)
+        out[name + FACTOR_B] = b.astype(np.float16)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(tmp, **out)  # type: ignore[arg-type]
+    tmp.replace(path)
+
+
 def read_delta(
     path: str | Path,
     base_dir: str | Path | None = None,

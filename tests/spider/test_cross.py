@@ -34,6 +34,7 @@ from spider.learn.cross_tune import (
     write_cross,
 )
 from spider.learn.excluded import excluded_repos
+from spider.learn.model_file import Provenance
 from spider.localize import locate
 from spider.models import Issue
 from spider.retrieve.delta import weights_fingerprint
@@ -214,9 +215,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path, Path]:
         *(f"{w:g}" for w in (0, 0.25, 0.5, 0.75, 1, 1.5, 2, 3)),
         "cross",
     }
-    path = write_cross(
-        model, root / "cross.npz", weights_fingerprint(BASE), 1.5, {"command": COMMAND}
-    )
+    provenance = Provenance(command=COMMAND, comment="", cv={})
+    path = write_cross(model, root / "cross.npz", weights_fingerprint(BASE), 1.5, provenance)
     return model, path, root
 
 
@@ -306,3 +306,25 @@ def test_the_command_trains_writes_and_scores_development_pools(
     assert model.depth == 6 and model.delta.command.startswith("spider train")
     refused_run = CliRunner().invoke(app, [*args, "--work", str(tmp_path / "w2")])
     assert refused_run.exit_code != 0 and "--weight" in refused_run.output
+
+
+def test_run_trains_chooses_the_weight_and_writes_the_file(tmp_path: Path) -> None:
+    """`run(config)` without the command: the holdout is chosen once (the ranker refitted
+    without it orders those pools), its best weight is the file's; without a holdout the
+    weight must be given."""
+    from spider.learn.cross_tune import CrossRun, run
+
+    corpus = write_corpus(tmp_path / "corpus", [f"acme/r{n % 3}" for n in range(9)])
+    cfg = CrossConfig(
+        steps=2, batch=2, negatives=2, depth=6, rank=2, alpha=4.0, bf16=False, eval_every=2,
+        holdout=0.3,
+    )  # fmt: skip
+    target = tmp_path / "cross.npz"
+    fit = run(CrossRun(corpus, tmp_path / "work", target, COMMAND, cfg))
+    assert fit.written == target and fit.held_issues == 3 and fit.dropped == 0
+    assert fit.weight == fit.training.curve[-1]["best_weight"] and fit.depth == 6
+    model = read_cross(target, BASE)
+    assert model.weight == fit.weight and model.depth == 6 and model.delta.command == COMMAND
+    assert model.delta.meta["trained_on"]["held_out"] == fit.training.holdout_repos
+    with pytest.raises(InputError, match="give the weight"):
+        run(CrossRun(corpus, tmp_path / "w2", target, COMMAND, replace(cfg, holdout=0.0)))

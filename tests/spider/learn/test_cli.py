@@ -134,9 +134,28 @@ def test_corpus_then_encoder(setup: tuple[Path, Path], tmp_path: Path) -> None:
     _collect(common, corpus)  # a second run: the queries' cache is not read as an instance
 
 
+def test_the_adapter_run_reports_and_writes_without_the_command(
+    setup: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """`adapter.run(config)` directly: the report, and the file only when asked."""
+    from spider.learn.adapter import AdapterRun, run
+
+    corpus = tmp_path / "corpus"
+    _collect(_common(setup, tmp_path), corpus)
+    target = tmp_path / "adapter.npz"
+    config = AdapterRun((corpus,), (setup[1],), "spider train encoder ...", target, folds=2)
+    report_only = run(config)
+    assert report_only.written is None and not target.exists()
+    assert report_only.cv["left_out"]["benchmark"] == 1 and report_only.cv["instances"] == 2
+    fit = run(AdapterRun((corpus,), (setup[1],), "spider train encoder ...", target, True, 2))
+    assert fit.written == target
+    assert fit.cv["chosen"]["params"] == report_only.cv["chosen"]["params"]  # timings aside
+    assert QueryAdapter.load(target).meta["command"] == "spider train encoder ..."
+
+
 def test_a_fitting_commands_collectors_are_heard_once_per_instance(tmp_path: Path) -> None:
     from spider.dataset import Instance
-    from spider.learn.cli import reporting
+    from spider.learn.dev_fit import reporting
     from spider.progress import INSTANCES
 
     heard: list[tuple[str, int, int | None, str]] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,16 +11,11 @@ import pytest
 
 from spider.cpu import has_native_bf16
 from spider.errors import InputError
-from spider.learn.encoder_tune import (
-    CHECKPOINT,
-    STATE,
-    TuneConfig,
-    read_curve,
-    split_holdout,
-    tune,
-    write_delta,
-)
+from spider.learn.encoder_tune import TuneConfig, split_holdout, tune, write_delta
+from spider.learn.lora import load_trainable
+from spider.learn.model_file import Provenance
 from spider.learn.pairs import Pair
+from spider.learn.torch_fit import CHECKPOINT, STATE, read_curve
 from spider.retrieve.delta import check_base, read_delta, weights_fingerprint
 from spider.retrieve.dense import bundled_model_path
 
@@ -73,8 +69,9 @@ def test_a_short_run_writes_a_delta_the_engine_reads(tmp_path: Path) -> None:
     model, result = tune(_pairs(), base, tmp_path / "work", _cfg())
     assert result.finished and result.steps_done == 4
     assert all(np.isfinite(result.losses))
+    provenance = Provenance(command="cmd", comment="", cv={})
     target = write_delta(
-        model, tmp_path / "delta.npz", _cfg(), weights_fingerprint(base), {"command": "cmd"}
+        model, tmp_path / "delta.npz", _cfg(), weights_fingerprint(base), provenance
     )
     delta = read_delta(target, base)
     check_base(delta, base)
@@ -131,14 +128,14 @@ def test_a_run_with_a_holdout_writes_its_learning_curve(tmp_path: Path) -> None:
 
 
 def test_the_consistency_filter_drops_a_positive_the_base_model_ranks_last() -> None:
-    from spider.learn.encoder_tune import consistent, load_trainable
+    from spider.learn.encoder_tune import consistent
 
     docs = {q: d for q, d in CODE}
     good = Pair("issue", "acme/m", "i1", ISSUE, docs[CODE[1][0]], [docs[CODE[3][0]]])
     bad = Pair("issue", "acme/m", "i2", CODE[3][0], docs[CODE[0][0]], [docs[CODE[3][0]]])
     alone = Pair("issue", "acme/m", "i3", ISSUE, docs[CODE[1][0]], [])
     cfg = _cfg()
-    model, tok = load_trainable(bundled_model_path(), cfg)
+    model, tok = load_trainable(bundled_model_path(), cfg.rank, cfg.alpha, cfg.dropout)
     assert consistent(model, tok, [good, bad, alone], cfg) == [good, alone]
 
 
@@ -146,17 +143,8 @@ def test_train_delta_command_runs_three_stages_and_reports_its_curve(tmp_path: P
     from typer.testing import CliRunner
 
     from spider.cli import app
-    from spider.learn.pairs import CODE_TEXT_DIR, COMMITS_FILE, ISSUES_FILE
 
-    pairs, data = tmp_path / "pairs", _two_repos()
-    (pairs / CODE_TEXT_DIR).mkdir(parents=True)
-    (pairs / CODE_TEXT_DIR / "acme+m.jsonl").write_text(
-        "".join(p.to_json() + "\n" for p in data["code-text"])
-    )
-    commits = [Pair("commit", p.repo, p.source + "c", p.query, p.positive, p.negatives)
-               for p in data["issue"]]  # fmt: skip
-    (pairs / COMMITS_FILE).write_text("".join(p.to_json() + "\n" for p in commits))
-    (pairs / ISSUES_FILE).write_text("".join(p.to_json() + "\n" for p in data["issue"]))
+    pairs = _pairs_folder(tmp_path / "pairs")
     work = tmp_path / "work"
     out = CliRunner().invoke(
         app,
@@ -174,6 +162,41 @@ def test_train_delta_command_runs_three_stages_and_reports_its_curve(tmp_path: P
     assert delta.meta["config"]["stages"] == [["code-text", 1], ["commit", 1], ["issue", 1]]
     # bf16 only where the CPU multiplies it natively: emulated, it is ~7x slower than fp32
     assert delta.meta["config"]["bf16"] is has_native_bf16()
+
+
+def _pairs_folder(pairs: Path) -> Path:
+    """A `spider train pairs` folder of :func:`_two_repos`, with commit pairs too."""
+    from spider.learn.pairs import CODE_TEXT_DIR, COMMITS_FILE, ISSUES_FILE
+
+    data = _two_repos()
+    (pairs / CODE_TEXT_DIR).mkdir(parents=True)
+    (pairs / CODE_TEXT_DIR / "acme+m.jsonl").write_text(
+        "".join(p.to_json() + "\n" for p in data["code-text"])
+    )
+    commits = [Pair("commit", p.repo, p.source + "c", p.query, p.positive, p.negatives)
+               for p in data["issue"]]  # fmt: skip
+    (pairs / COMMITS_FILE).write_text("".join(p.to_json() + "\n" for p in commits))
+    (pairs / ISSUES_FILE).write_text("".join(p.to_json() + "\n" for p in data["issue"]))
+    return pairs
+
+
+def test_run_tunes_writes_the_delta_and_stops_at_its_budget(tmp_path: Path) -> None:
+    """`run(config)` without the command: the file it writes reads back with its
+    provenance; a spent budget writes nothing, and the same config goes on."""
+    from spider.learn.encoder_tune import DeltaRun, run
+
+    pairs, target = _pairs_folder(tmp_path / "pairs"), tmp_path / "out" / "d.npz"
+    cfg = _cfg(holdout=0.4, consistency=False, eval_every=2)
+    config = DeltaRun(pairs, tmp_path / "work", target, "spider train delta --pairs P", cfg)
+    stopped = run(replace(config, budget_s=0.0))
+    assert stopped.written is None and stopped.training.steps_done == 1
+    fit = run(config)
+    assert fit.written == target and fit.training.finished and fit.training.steps_done == 4
+    delta = read_delta(target, bundled_model_path())
+    assert delta.command == "spider train delta --pairs P" and "comment" not in delta.meta
+    assert delta.meta["trained_on"]["held_out"] == ["zeta/z"] == fit.training.holdout_repos
+    assert delta.meta["trained_on"]["repositories"] == ["acme/m"]
+    assert [p["step"] for p in delta.meta["curve"]] == [0, 2, 4]
 
 
 def _many_repos() -> list[Pair]:
@@ -223,11 +246,11 @@ def test_a_negative_with_the_positives_own_text_is_masked() -> None:
 
     import torch
 
-    from spider.learn.encoder_tune import batch_loss, load_trainable
+    from spider.learn.encoder_tune import batch_loss
 
     docs = [d for _, d in CODE]
     cfg = _cfg(negatives=1)
-    model, tok = load_trainable(bundled_model_path(), cfg)
+    model, tok = load_trainable(bundled_model_path(), cfg.rank, cfg.alpha, cfg.dropout)
     model.eval()
     # the only negative is the positive's own text (the same function under two names):
     # masked, the target is alone in its row and the loss is 0; counted, it would be log 2

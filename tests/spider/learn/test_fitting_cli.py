@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from spider.dataset import Instance
 from spider.learn import cli
+from spider.learn.cv import CVReport
 from tests.spider.rows import write_two_repo_dataset
 
 runner = CliRunner()
@@ -50,8 +51,8 @@ def fake_selector(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         seen.update(rows=[r.instance_id for r in rows], k=settings.k)
         return ["rec-a", "rec-b"]
 
-    def fake_cv(data: list[str], k: int) -> dict[str, Any]:
-        return {"margin": 2.0, "data": data, "k": k}
+    def fake_cv(data: list[str], k: int) -> CVReport[float]:
+        return CVReport(2.0, len(data), "fake", {"margin": 2.0, "data": data, "k": k})
 
     def fake_write(
         weights: Any, cv: dict[str, Any], command: str, path: Path, comment: str = ""
@@ -154,9 +155,10 @@ def test_every_fitting_command_runs_the_one_body(
         calls.append("collect:" + ",".join(r.instance_id for r in rows))
         return ["rec-a", "rec-b"]
 
-    def fake_cv(data: list[str], *_: Any, **__: Any) -> dict[str, Any]:
+    def fake_cv(data: list[str], *_: Any, **__: Any) -> CVReport[None]:
         calls.append("cv")
-        return {"data": data, "C": 1.0, "pool": 10, "margin": 0.5}
+        figures = {"data": data, "C": 1.0, "pool": 10, "margin": 0.5}
+        return CVReport(None, len(data), "fake", figures)
 
     def fake_write(weights: Any, *args: Any, **_: Any) -> None:
         path = next(a for a in args if isinstance(a, Path))
@@ -190,3 +192,31 @@ def test_every_fitting_command_runs_the_one_body(
                                    "margin": 0.5}  # fmt: skip
     assert calls == ["collect:a-1,b-2", "cv", f"write:{fitted}:model.json"]
     assert f"wrote {target}" in res.output
+
+
+def test_the_dev_fit_runs_without_the_command(tmp_path: Path) -> None:
+    """`dev_fit.run(spec, config)` directly: collect, CV report written, the file only when
+    asked, nothing collected a clean error."""
+    from spider.errors import InputError
+    from spider.learn.dev_fit import DevRun, Fitting, run
+    from spider.settings import EngineSettings
+
+    written: list[tuple[object, str, Path]] = []
+    spec: Fitting[str, str] = Fitting(
+        lambda rows, _resolve, _settings, _out: [r.instance_id for r in rows],
+        lambda data, k: CVReport(len(data), len(data), "fake", {"n": len(data), "k": k}),
+        "fake-cv.json",
+        weights=lambda data, cv, _k: f"w{cv['n']}",
+        write=lambda w, _cv, command, path: written.append((w, command, path)),
+        weights_file=tmp_path / "shipped.json",
+    )
+    rows = [Instance(i, "o/r", "0" * 40, "t") for i in ("a-1", "b-2")]
+    config = DevRun(rows, lambda _i: tmp_path, EngineSettings(k=7), tmp_path, "spider train x")
+    fit = run(spec, config)
+    assert fit.cv == {"n": 2, "k": 7} and fit.written is None and not written
+    assert json.loads((tmp_path / "fake-cv.json").read_text()) == fit.cv
+    again = run(spec, DevRun(rows, lambda _i: tmp_path, EngineSettings(), tmp_path, "c", True))
+    assert again.written == tmp_path / "shipped.json"
+    assert written == [("w2", "c", tmp_path / "shipped.json")]
+    with pytest.raises(InputError, match="no instance could be collected"):
+        run(spec, DevRun([], lambda _i: tmp_path, EngineSettings(), tmp_path, "c"))

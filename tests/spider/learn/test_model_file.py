@@ -62,3 +62,30 @@ def test_extra_metadata_cannot_overwrite_what_provenance_owns(tmp_path: Path) ->
 def test_an_unknown_model_has_no_format(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="no model file format"):
         write_model_file(tmp_path / "x", object(), PROVENANCE)  # type: ignore[arg-type]
+
+
+def test_a_lora_body_is_written_as_the_delta_reader_reads_it(tmp_path: Path) -> None:
+    """The encoder delta's and the cross-encoder's body: float16 factors, the header its
+    reader checks, the provenance; a LoRA file's comment and cv only when given."""
+    from spider.learn.model_file import LoraBody
+    from spider.retrieve.delta import DELTA_KIND, DELTA_SCHEMA, read_delta, weights_fingerprint
+    from spider.retrieve.dense import BUNDLED_MODEL_ID, bundled_model_path
+
+    base = bundled_model_path()
+    rng = np.random.default_rng(0)
+    name = "encoder.layer.0.attention.self.query.weight"
+    a, b = rng.normal(size=(2, 384)), rng.normal(size=(384, 2))
+    header = {
+        "schema": DELTA_SCHEMA, "kind": DELTA_KIND, "base": BUNDLED_MODEL_ID,
+        "base_fingerprint": weights_fingerprint(base), "rank": 2, "alpha": 4.0,
+    }  # fmt: skip
+    plain = Provenance(command="spider train delta ...", comment="", cv={}, extra={"curve": []})
+    path = write_model_file(tmp_path / "d.npz", LoraBody(header, {name: (a, b)}), plain)
+    delta = read_delta(path, base)
+    assert delta.rank == 2 and delta.alpha == 4.0 and delta.command == plain.command
+    assert delta.meta["targets"] == [name] and delta.meta["curve"] == []
+    assert "comment" not in delta.meta and "cv" not in delta.meta
+    np.testing.assert_array_equal(delta.factors[name][0], a.astype(np.float16))
+    np.testing.assert_array_equal(delta.factors[name][1], b.astype(np.float16))
+    again = write_model_file(tmp_path / "e.npz", LoraBody(header, {name: (a, b)}), PROVENANCE)
+    assert read_delta(again, base).meta["cv"] == {"instances": 3, "MRR@20": 0.5}

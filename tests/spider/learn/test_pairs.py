@@ -244,3 +244,32 @@ def test_mined_commits_give_a_message_and_a_changelog_query(
     assert all(r["positive"].startswith("shop/cart.py\nCart.add_item\n") for r in rows)
     read = read_pair_folder(out, excluded_repos())
     assert len(read["commit"]) == 2 and read["issue"] == [] and read["code-text"] == []
+
+
+def test_run_writes_the_pairs_and_the_summary_and_the_command_prints_them(
+    mirrors: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pairs.run(config)` without the command, then `spider train pairs` through it."""
+    from typer.testing import CliRunner
+
+    from spider.cli import app
+    from spider.learn.pairs import SUMMARY_FILE, PairsRun, run
+
+    template = str(mirrors / "{owner}+{name}")
+    out = tmp_path / "pairs"
+    config = PairsRun(
+        template, out, "spider train pairs ...", EngineSettings(),
+        code_repos=("acme/shop", "psf/requests"),
+    )  # fmt: skip
+    fit = run(config)
+    assert fit.summary["command"] == "spider train pairs ..."
+    assert fit.excluded() == {"code-text": {"psf/requests": 1}}
+    assert json.loads((out / SUMMARY_FILE).read_text()) == fit.summary
+    assert set(fit.summary["code-text"]["by_repo"]) == {"acme/shop"}
+    monkeypatch.setenv("SPIDER_CACHE_DIR", str(tmp_path / "cache"))
+    args = ["train", "pairs", "-r", template, "-o", str(tmp_path / "cli"), "--no-progress"]
+    res = CliRunner().invoke(app, [*args, "--code-repos", "acme/shop,psf/requests"])
+    assert res.exit_code == 0, res.output
+    assert "code-text: dropped 1 from excluded repositories: psf/requests" in res.output
+    summary = json.loads((tmp_path / "cli" / SUMMARY_FILE).read_text())
+    assert summary["command"].startswith("spider train") and "code-text" in summary

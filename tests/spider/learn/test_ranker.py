@@ -71,7 +71,8 @@ def test_fit_learns_what_the_first_stage_missed() -> None:
 
 
 def test_loro_cv_reports_both_orders_and_a_calibration() -> None:
-    params, cv, cal = cross_validate(ROWS, SMALL)
+    report = cross_validate(ROWS, SMALL)
+    params, cal, cv = report.chosen.params, report.chosen.calibration, report.to_json()
     assert params == SMALL[0]
     chosen = cv["chosen"]
     assert set(chosen["by_repo"]) == {"o/r0", "o/r1", "o/r2", "o/r3"}
@@ -92,7 +93,8 @@ def _blind(seed: int, repo: str) -> CorpusRow:
 
 def test_the_calibration_is_platt_of_the_chosen_points_out_of_fold_first_items() -> None:
     rows = [*ROWS, *(_blind(100 + i, f"o/r{i % 4}") for i in range(12))]
-    _params, cv, cal = cross_validate(rows, SMALL)
+    report = cross_validate(rows, SMALL)
+    cv, cal = report.to_json(), report.chosen.calibration
     assert 0.0 < cv["chosen"]["ranker"]["R@1"] < 1.0  # the first item is right sometimes
     _report, top = loro(rows, SMALL[0])
     assert cal == fit_platt(np.array([s for s, _ in top]), np.array([y for _, y in top]))
@@ -301,7 +303,9 @@ def test_dev_evidence_compares_the_candidate_with_its_predecessor_per_dev_set() 
 
 def test_the_model_file_names_the_dev_evidence_it_was_chosen_on(tmp_path: Path) -> None:
     rows = [_history_row(i, f"o/r{i % 4}") for i in range(24)]
-    params, cv, calibration = cross_validate(rows[:16], grid=SMALL)
+    report = cross_validate(rows[:16], grid=SMALL)
+    params, calibration = report.chosen.params, report.chosen.calibration
+    cv = report.to_json()
     cv["data"] = {"total": {"instances": 16}}
     model = replace(fit(rows[:16], params), calibration=calibration)
     cv["dev"] = dev_evidence(model, None, {"lite": rows[16:20], "multi": rows[20:]})

@@ -58,3 +58,28 @@ def test_the_shipped_model_is_written_only_on_both_dev_sets(tmp_path: Path) -> N
     assert {"candidate", "predecessor", "lower"} <= set(dev["lite"])
     report = json.loads(res.output[: res.output.rindex("}") + 1])
     assert report["dev"]["multi"]["instances"] == 4
+
+
+def test_run_fits_writes_a_candidate_and_refuses_the_shipped_file_without_evidence(
+    tmp_path: Path,
+) -> None:
+    """`ranker.run(config)` without the command: the report, the file, the refusal."""
+    from spider.learn.ranker import RankerRun, run
+
+    rows = [_history_row(i, f"o/r{i % 4}") for i in range(28)]
+    train = _corpus(tmp_path / "train", rows[:24])
+    lite = _corpus(tmp_path / "lite", rows[24:])
+    shipped = MODEL_FILE.read_bytes()
+    base = RankerRun((train,), "spider train ranker ...", curve=False, folds=2)
+    report_only = run(base)
+    assert report_only.written is None and report_only.refusal is None
+    assert report_only.cv["data"]["total"]["instances"] == 24 and "dev" not in report_only.cv
+    refused = run(RankerRun((train,), "spider train ranker ...", write=True, folds=2,
+                            curve=False, dev_dirs=(lite,)))  # fmt: skip
+    assert refused.written is None and "2 development sets" in (refused.refusal or "")
+    assert MODEL_FILE.read_bytes() == shipped
+    out = tmp_path / "candidate.json"
+    fit = run(RankerRun((train,), "spider train ranker ...", out, write=True, folds=2))
+    assert fit.written == out and fit.refusal is None
+    model = PoolRanker.load(out)
+    assert model.meta["command"] == "spider train ranker ..." and model.meta["learning_curve"]
