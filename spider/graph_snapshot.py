@@ -1,4 +1,5 @@
-"""A commit's graph kept as a pickle beside its JSON, for a fast warm start.
+"""A commit's graph (and what is derived from it alone) kept as pickles beside its JSON,
+for a fast warm start.
 
 Reading sympy's graph (22k nodes) from gzipped node-link JSON costs a warm query about
 0.7 s of CPU (gunzip, JSON, then networkx rebuilding the graph); unpickling the same
@@ -16,6 +17,7 @@ import pickle
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 
@@ -37,8 +39,15 @@ def snapshot_path(json_path: Path) -> Path:
     return json_path.with_name(json_path.name.split(".")[0] + SNAPSHOT_SUFFIX)
 
 
-def read_snapshot(path: Path, version: str) -> CodeGraph | None:
-    """The graph kept at ``path`` for cache ``version``, or None."""
+def derived_path(json_path: Path, name: str) -> Path:
+    """Where something derived from the graph cached at ``json_path`` alone (its name
+    table, say) is kept."""
+    return json_path.with_name(f"{json_path.name.split('.')[0]}.{name}{SNAPSHOT_SUFFIX}")
+
+
+def read_snapshot(path: Path, version: str, kind: type = CodeGraph) -> Any:
+    """The ``kind`` object (a graph unless said) kept at ``path`` for cache ``version``,
+    or None."""
     try:
         with path.open("rb") as fh:
             stamp, graph = pickle.load(fh)
@@ -48,14 +57,14 @@ def read_snapshot(path: Path, version: str) -> CodeGraph | None:
             ImportError) as exc:  # damaged, or written by other code
         log.warning("ignoring graph snapshot %s: %s", path, exc)
         return None
-    if stamp != _stamp(version) or not isinstance(graph, CodeGraph):
+    if stamp != _stamp(version) or not isinstance(graph, kind):
         return None
     return graph
 
 
-def write_snapshot(graph: CodeGraph, path: Path, version: str) -> None:
-    """Keep ``graph`` at ``path`` (a temporary name renamed into place); a full disk or a
-    read-only cache costs only the next warm start's time."""
+def write_snapshot(graph: Any, path: Path, version: str) -> None:
+    """Keep ``graph`` (or what is derived from it) at ``path`` (a temporary name renamed
+    into place); a full disk or a read-only cache costs only the next warm start's time."""
     try:
         fd, name = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     except OSError as exc:

@@ -139,6 +139,14 @@ class Mirrors:
             )
         except FetchFailed as exc:
             _remove_partial_packs(git_dir)
+            if exc.refused_by_fsck and depth > 1 and not catch_up:
+                # an old commit of the window is malformed (psf/requests has one with a bad
+                # time zone): keep the head alone, ranked without history, as when too large
+                log.warning("history window refused by git; fetching the head alone",
+                            extra={"repo": repo, "error": str(exc)[:300]})
+                shallow_only.parent.mkdir(parents=True, exist_ok=True)
+                shallow_only.touch()
+                return self.fetch(repo, branch, token, history=history)
             if exc.refused_by_fsck:
                 raise UnsafeRepository(f"{repo}: git refused its objects ({exc})") from exc
             raise

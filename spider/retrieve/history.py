@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import marshal
 import os
 import re
 import shutil
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 
 HISTORY_VERSION = "1"  # bump when what a cached commit parse holds changes
 SNAPSHOT_VERSION = "1"  # bump when what a kept FunctionHistory (or its BM25) holds changes
+SNAPSHOT_FILE = "history.marshal"  # in the snapshot's folder, beside its BM25 indexes
 MAX_FILES = 40  # a commit touching more source files is a sweep (reformat, rename): skipped
 MAX_MESSAGE_CHARS = 600  # of each cleaned message
 MAX_MESSAGES = 30  # most recent messages kept per function or file
@@ -368,17 +370,20 @@ class FunctionHistory:
             index.save(saved)
         return index
 
-    def to_json(self) -> str:
-        """What :func:`load_history` keeps of it (not its BM25 indexes: saved beside)."""
-        return json.dumps({
+    def to_bytes(self) -> bytes:
+        """What :func:`load_history` keeps of it (not its BM25 indexes: saved beside), in
+        ``marshal``'s format: plain lists and strings, read back five times faster than
+        JSON (sympy's window: 0.2 s of CPU as JSON) and never code."""
+        return marshal.dumps({
             "v": SNAPSHOT_VERSION, "commits": self.commits, "fn": self.function_messages,
             "fl": self.file_messages, "m": self.messages, "p": self.positions,
         })
 
     @classmethod
-    def from_json(cls, text: str, folder: Path) -> FunctionHistory:
-        """Read :meth:`to_json` back; ValueError (or KeyError) when it is not one."""
-        data = json.loads(text)
+    def from_bytes(cls, raw: bytes, folder: Path) -> FunctionHistory:
+        """Read :meth:`to_bytes` back; ValueError (or KeyError, EOFError, TypeError) when
+        it is not one."""
+        data = marshal.loads(raw)
         if data.get("v") != SNAPSHOT_VERSION:
             raise ValueError(f"history snapshot version {data.get('v')!r}")
         return cls(int(data["commits"]), data["fn"], data["fl"], data["m"], data["p"],
@@ -399,23 +404,23 @@ def snapshot_key(
 
 def _kept(folder: Path) -> FunctionHistory | None:
     """The snapshot kept in ``folder``, or None (absent, or unreadable: made again)."""
-    path = folder / "history.json"
+    path = folder / SNAPSHOT_FILE
     try:
-        return FunctionHistory.from_json(path.read_text(encoding="utf-8"), folder)
+        return FunctionHistory.from_bytes(path.read_bytes(), folder)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, EOFError, AttributeError) as exc:
         log.warning("ignoring history snapshot %s: %s", path, exc)
         return None
 
 
 def _keep(history: FunctionHistory, folder: Path) -> None:
     """Write ``history`` to ``folder`` (renamed into place; a full disk costs only time)."""
-    path = folder / "history.json"
+    path = folder / SNAPSHOT_FILE
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(history.to_json(), encoding="utf-8")
+        tmp.write_bytes(history.to_bytes())
         os.replace(tmp, path)
     except OSError as exc:
         log.warning("history snapshot not kept: %s", exc)

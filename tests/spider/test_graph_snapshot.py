@@ -46,3 +46,15 @@ def test_a_stale_or_damaged_snapshot_is_ignored(tmp_path: Path) -> None:
     write_snapshot(CodeGraph(commit="abc"), path, GRAPH_CACHE_VERSION)
     assert read_snapshot(path, GRAPH_CACHE_VERSION).commit == "abc"
     assert read_snapshot(path, "another version") is None
+
+
+def test_the_name_table_is_kept_beside_the_graph(tmp_path: Path) -> None:
+    from spider.index import build_index
+
+    repo = init_repo(tmp_path / "repo")
+    sha = commit_files(repo, CODE, "base")
+    settings = EngineSettings(cache_dir=tmp_path / "cache", first_stage="bm25")
+    built = build_index(GitSource(repo, sha), settings).name_table()
+    (kept,) = (tmp_path / "cache" / "graphs").glob("*.names.pickle")
+    again = build_index(GitSource(repo, sha), settings).name_table()
+    assert again is not built and vars(again) == vars(built) and kept.is_file()

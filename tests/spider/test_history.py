@@ -145,7 +145,7 @@ def test_an_index_history_is_kept_and_read_back_without_the_commit_cache(
     query = "Loading crashes on an empty configuration file"
     first = _index(path, tmp_path).history()
     expected = (first.scores(query), first.scores(query, "file"), first.counts())
-    assert first.folder is not None and (first.folder / "history.json").is_file()
+    assert first.folder is not None and (first.folder / hist.SNAPSHOT_FILE).is_file()
     (tmp_path / "cache" / "history.sqlite").unlink()  # parses not read again: the snapshot is
     again = _index(path, tmp_path).history()
     assert again.folder == first.folder and again.messages == first.messages
@@ -153,7 +153,7 @@ def test_an_index_history_is_kept_and_read_back_without_the_commit_cache(
     assert np.array_equal(again.scores(query), expected[0])  # its BM25 read back, not built
     assert np.array_equal(again.scores(query, "file"), expected[1])
     assert np.array_equal(again.counts(), expected[2])
-    (first.folder / "history.json").write_text("{not json")  # a broken one is made again
+    (first.folder / hist.SNAPSHOT_FILE).write_bytes(b"not marshal")  # a broken one is made again
     assert _index(path, tmp_path).history().messages == first.messages
 
 

@@ -219,3 +219,25 @@ def test_an_answer_never_waits_for_the_history_window(
     later = mirrors.fetch(REPO, "main", token=None, history=False)  # the window is held
     assert later.sha == new and not later.history_pending
     assert len(git(later.git_dir, "rev-list", new).split()) == 4
+
+
+def test_a_window_git_refuses_leaves_the_head_alone(settings: AppSettings, repo_path: Path) -> None:
+    _history(repo_path, 1)
+    tree = git(repo_path, "rev-parse", "HEAD^{tree}")
+    parent = git(repo_path, "rev-parse", "HEAD")
+    raw = (f"tree {tree}\nparent {parent}\nauthor A <a@b.c> 1234567890 +99999\n"
+           f"committer A <a@b.c> 1234567890 +99999\n\nA bad time zone\n")
+    bad = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin", "--literally"],
+                         cwd=repo_path, input=raw, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    git(repo_path, "update-ref", "refs/heads/main", bad)
+    git(repo_path, "reset", "-q", "--hard", bad)
+    for i in (7, 8):  # the malformed commit lies inside the window below the head
+        write(repo_path, {"app.py": f"def handler():\n    return {i}\n"})
+        commit(repo_path, f"Answer {i}")
+    head = git(repo_path, "rev-parse", "HEAD")
+    mirrors = Mirrors(settings, depth=4)
+    checkout = mirrors.fetch(REPO, "main", token=None)  # what the index job fetches
+    assert checkout.sha == head and not checkout.history_pending
+    assert git(checkout.git_dir, "rev-list", head).split() == [head]  # ranked without history
+    assert mirrors.fetch(REPO, "main", token=None, history=False).sha == head
