@@ -11,6 +11,7 @@ cache version, Python, networkx) or damage and it is ignored, then written again
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import pickle
@@ -48,6 +49,8 @@ def derived_path(json_path: Path, name: str) -> Path:
 def read_snapshot(path: Path, version: str, kind: type = CodeGraph) -> Any:
     """The ``kind`` object (a graph unless said) kept at ``path`` for cache ``version``,
     or None."""
+    collecting = gc.isenabled()
+    gc.disable()  # unpickling makes only new objects, no garbage: sympy's graph 0.28 -> 0.15 s CPU
     try:
         with path.open("rb") as fh:
             stamp, graph = pickle.load(fh)
@@ -57,6 +60,9 @@ def read_snapshot(path: Path, version: str, kind: type = CodeGraph) -> Any:
             ImportError) as exc:  # damaged, or written by other code
         log.warning("ignoring graph snapshot %s: %s", path, exc)
         return None
+    finally:
+        if collecting:
+            gc.enable()
     if stamp != _stamp(version) or not isinstance(graph, kind):
         return None
     return graph

@@ -58,3 +58,26 @@ def test_the_name_table_is_kept_beside_the_graph(tmp_path: Path) -> None:
     (kept,) = (tmp_path / "cache" / "graphs").glob("*.names.pickle")
     again = build_index(GitSource(repo, sha), settings).name_table()
     assert again is not built and vars(again) == vars(built) and kept.is_file()
+
+
+def test_reading_a_snapshot_leaves_the_collector_as_it_found_it(tmp_path: Path) -> None:
+    """The collector is paused while a snapshot unpickles (it makes no garbage), and is
+    back on afterwards, whether the read succeeded, found nothing or met damage."""
+    import gc
+
+    good = tmp_path / "g.pickle"
+    write_snapshot(nx.MultiDiGraph(), good, GRAPH_CACHE_VERSION)
+    bad = tmp_path / "bad.pickle"
+    bad.write_bytes(b"not a pickle")
+    assert gc.isenabled()
+    assert read_snapshot(good, GRAPH_CACHE_VERSION, nx.MultiDiGraph) is not None
+    assert gc.isenabled()
+    assert read_snapshot(bad, GRAPH_CACHE_VERSION) is None
+    assert read_snapshot(tmp_path / "absent.pickle", GRAPH_CACHE_VERSION) is None
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that had it off keeps it off
+        read_snapshot(good, GRAPH_CACHE_VERSION, nx.MultiDiGraph)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
