@@ -44,11 +44,11 @@ from spider.cli_common import (
     split_csv,
     terminal_progress,
 )
-from spider.dataset import Instance, read_dataset, select_instances
 from spider.errors import SpiderError
+from spider.eval.dataset import Instance, read_dataset, select_instances
+from spider.eval.snapshot import RepoResolver, template_resolver
 from spider.learn import cross_cli, delta_cli
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver, template_resolver
 
 if TYPE_CHECKING:
     from spider.learn.dev_fit import Fitting

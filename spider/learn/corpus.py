@@ -34,15 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spider.dataset import Instance
 from spider.errors import InputError, SpiderError
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import RepoResolver, index_instance
 from spider.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.ids import graph_ids_for, short_name
 from spider.progress import INSTANCES, Progress
 from spider.retrieve.first_stage import first_stage
 from spider.retrieve.history import CommitCache, brought_commits, first_parent
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver, index_instance
 
 if TYPE_CHECKING:
     from spider.index import Index

@@ -22,18 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from spider.dataset import Instance
 from spider.errors import InputError
+from spider.eval.dataset import Instance
+from spider.eval.metrics import reciprocal_rank
+from spider.eval.snapshot import RepoResolver, index_instance
 from spider.features import HEAD_FEATURES as FEATURES
 from spider.features import head_features
 from spider.learn.cv import CVReport, leave_one_repository_out
 from spider.learn.estimator import Logistic
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
-from spider.metrics import reciprocal_rank
 from spider.rerank import WEIGHTS_KIND, RerankWeights
 from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver, index_instance
 
 log = logging.getLogger(__name__)
 

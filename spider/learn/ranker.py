@@ -27,12 +27,12 @@ import numpy as np
 
 from spider.calibration import Calibration
 from spider.errors import InputError
+from spider.eval.metrics import reciprocal_rank
 from spider.features import HISTORY_FEATURES, RANKER_FEATURES
 from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow, read_corpus, summarise
 from spider.learn.cv import CVReport, repository_folds
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.platt import fit_platt
-from spider.metrics import reciprocal_rank
 from spider.pool_rank import MODEL_FILE, PoolRanker, TreeEnsemble, load_ranker, prior_scores
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spider.cli import app
-from spider.dataset import write_dataset
+from spider.eval.dataset import write_dataset
 from spider.pool_rank import PoolRanker
 from spider.retrieve.adapter import QueryAdapter
 from spider.select.offline import OfflineWeights
@@ -154,7 +154,7 @@ def test_the_adapter_run_reports_and_writes_without_the_command(
 
 
 def test_a_fitting_commands_collectors_are_heard_once_per_instance(tmp_path: Path) -> None:
-    from spider.dataset import Instance
+    from spider.eval.dataset import Instance
     from spider.learn.dev_fit import reporting
     from spider.progress import INSTANCES
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spider.dataset import Instance
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import template_resolver
 from spider.features import RANKER_FEATURES
 from spider.learn.corpus import (
     DEFAULT_POOL,
@@ -18,7 +19,6 @@ from spider.learn.corpus import (
     read_row,
 )
 from spider.settings import EngineSettings
-from spider.snapshot import template_resolver
 
 PATCH = "\n".join(  # rejects a negative quantity in the shop's Cart.add_item
     [

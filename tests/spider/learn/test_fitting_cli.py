@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from spider.dataset import Instance
+from spider.eval.dataset import Instance
 from spider.learn import cli
 from spider.learn.cv import CVReport
 from tests.spider.rows import write_two_repo_dataset

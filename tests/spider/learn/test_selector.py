@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from spider.dataset import Instance
 from spider.errors import InvalidSetting
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import template_resolver
 from spider.learn.selector import (
     FitRecord,
     collect,
@@ -22,7 +23,6 @@ from spider.learn.selector import (
 )
 from spider.select.offline import OfflineWeights
 from spider.settings import AUTO, LLM_EDGES, EngineSettings
-from spider.snapshot import template_resolver
 
 
 def _record(i: int, repo: str, good_neighbour: bool) -> FitRecord:
