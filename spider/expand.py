@@ -17,9 +17,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from spider.features import issue_vocabulary, neighbour_features
 from spider.graph.model import CodeGraph
 from spider.models import CentreExpansion, Issue
+from spider.rank.features import issue_vocabulary, neighbour_features
 from spider.select.base import Candidate, SelectionRequest, Selector
 from spider.select.exchange import Admission, exchange
 from spider.settings import EngineSettings

@@ -8,11 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from spider.calibration import Calibration
-from spider.cross import rescore, settings_scorer
 from spider.errors import EmptyIssue, LLMError
 from spider.expand import Expansion, run_expansion
-from spider.features import HISTORY_FEATURES, pool_features
 from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
@@ -21,15 +18,18 @@ from spider.llm.judge import Judge
 from spider.llm.prompts import Function
 from spider.llm.reader import read_list
 from spider.models import Hit, Issue, Link, LLMRun, Localization, Reason, RunSettings
-from spider.pool_rank import (
+from spider.progress import Progress
+from spider.rank.calibration import Calibration
+from spider.rank.cross import rescore, settings_scorer
+from spider.rank.features import HISTORY_FEATURES, pool_features
+from spider.rank.pool_rank import (
     PoolRanker,
     custom_digest,
     rank_pool,
     ranker_reads_history,
     settings_ranker,
 )
-from spider.progress import Progress
-from spider.rerank import HeadCalibration, default_calibration, rerank_with_logits
+from spider.rank.rerank import HeadCalibration, default_calibration, rerank_with_logits
 from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
 from spider.retrieve.signals import NameTable
 from spider.select import OfflineSelector, Selector, make_selector

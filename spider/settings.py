@@ -243,16 +243,16 @@ class EngineSettings(BaseSettings):
     ranker: Literal["pool", "head"] = Field(
         "pool",
         description="pool: the learned ranker re-scores the first stage's top ranker_depth "
-        "(spider/pool_rank.py, trained on other projects' issues; the membership of the top "
+        "(spider/rank/pool_rank.py, trained on other projects' issues; the membership of the top "
         "K can change); head: the logistic head model re-sorts the top K only "
-        "(spider/rerank.py); pool falls back to head when no pool model ships",
+        "(spider/rank/rerank.py); pool falls back to head when no pool model ships",
     )
     ranker_depth: int = Field(
         0, ge=0, le=2000, description="candidates the pool ranker re-scores; 0 = the model's own"
     )
     ranker_file: str = Field(
         "",
-        description="the pool ranker's model file: empty = the shipped spider/pool_ranker.json, "
+        description="the pool ranker's model file: empty = the shipped spider/rank/pool_ranker.json, "
         "else the path of a file `spider train ranker --write-weights` wrote (one fitted on "
         "your own projects' fixed issues); the comment then names the file's digest",
     )

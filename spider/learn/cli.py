@@ -247,9 +247,9 @@ def ranker(
     dev_dirs: DevCorpusOpt = None,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it
-    (spider/pool_ranker.json)."""
+    (spider/rank/pool_ranker.json)."""
     from spider.learn.ranker import RankerRun, run
-    from spider.pool_rank import MODEL_FILE
+    from spider.rank.pool_rank import MODEL_FILE
 
     logging.getLogger("spider").setLevel(logging.INFO)
     config = RankerRun(
@@ -390,11 +390,11 @@ def head(
     write_weights: WriteWeightsOpt = False,
     weights_file: WeightsFileOpt = None,
 ) -> None:
-    """Fit the head re-ranker (spider/rerank_weights.json) by nested leave-one-repository-out
+    """Fit the head re-ranker (spider/rank/rerank_weights.json) by nested leave-one-repository-out
     CV on dev data only."""
     from spider.learn import head as fitting
     from spider.learn.dev_fit import Fitting
-    from spider.rerank import WEIGHTS_FILE
+    from spider.rank.rerank import WEIGHTS_FILE
 
     spec = Fitting(
         fitting.collect,
@@ -428,13 +428,13 @@ def calibration(
     write_weights: WriteWeightsOpt = False,
     weights_file: WeightsFileOpt = None,
 ) -> None:
-    """Calibrate the head model's probability (spider/head_calibration.json; Platt,
+    """Calibrate the head model's probability (spider/rank/head_calibration.json; Platt,
     leave-one-repository-out) on dev data; reports the reliability curve and what a
     confidence bar would silence. Shares `train head`'s collected data (same --out)."""
     from spider.learn import calibration as calibrating
     from spider.learn import head as fitting
     from spider.learn.dev_fit import Fitting
-    from spider.rerank import CALIBRATION_FILE
+    from spider.rank.rerank import CALIBRATION_FILE
 
     spec = Fitting(
         fitting.collect,

@@ -33,13 +33,13 @@ from spider.errors import InvalidSetting, SpiderError
 from spider.eval.dataset import Instance
 from spider.eval.metrics import aggregate, dedupe, score_instance
 from spider.eval.snapshot import RepoResolver
-from spider.features import NEIGHBOUR_FEATURES, log_rank, pool_features
 from spider.ids import graph_ids_for, normalise_id
 from spider.learn.corpus import pre_fix_base
 from spider.learn.cv import CVReport, leave_one_repository_out
 from spider.learn.estimator import Logistic
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
 from spider.models import Issue
+from spider.rank.features import NEIGHBOUR_FEATURES, log_rank, pool_features
 from spider.select.base import Candidate, SelectionRequest
 from spider.select.exchange import exchange
 from spider.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights

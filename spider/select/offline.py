@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from spider.features import NEIGHBOUR_FEATURES, log_rank
+from spider.rank.features import NEIGHBOUR_FEATURES, log_rank
 from spider.select.base import Candidate, SelectionRequest, Selector
 from spider.select.exchange import Admission, order_by_probability
 from spider.weights import load_weights

@@ -9,7 +9,6 @@ import numpy as np
 
 from spider.eval.dataset import Instance
 from spider.eval.snapshot import template_resolver
-from spider.features import RANKER_FEATURES
 from spider.learn.corpus import (
     DEFAULT_POOL,
     build_corpus,
@@ -18,6 +17,7 @@ from spider.learn.corpus import (
     read_corpus,
     read_row,
 )
+from spider.rank.features import RANKER_FEATURES
 from spider.settings import EngineSettings
 
 PATCH = "\n".join(  # rejects a negative quantity in the shop's Cart.add_item

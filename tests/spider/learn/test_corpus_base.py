@@ -15,8 +15,8 @@ import pytest
 from spider.errors import InputError
 from spider.eval.dataset import Instance
 from spider.eval.snapshot import template_resolver
-from spider.features import RANKER_FEATURES
 from spider.learn.corpus import build_corpus, read_row
+from spider.rank.features import RANKER_FEATURES
 from spider.settings import EngineSettings
 from tests.spider.bench.helpers import commit_files, git, init_repo
 from tests.spider.shop import FILES

@@ -146,7 +146,7 @@ def test_cv_reports_eta_tau_and_admissions_and_the_weights_file_keeps_them(
 
 
 def test_no_edited_neighbour_fits_a_selector_that_admits_nothing() -> None:
-    from spider.features import NEIGHBOUR_FEATURES
+    from spider.rank.features import NEIGHBOUR_FEATURES
 
     plain = [_record(i, f"o/r{i % 3}", good_neighbour=False) for i in range(6)]
     w = fit_weights(plain, 20)
