@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from spider.errors import EmptyIssue, LLMError
-from spider.expand import Expansion, run_expansion
+from spider.expand.neighbours import Expansion, run_expansion
+from spider.expand.select import OfflineSelector, Selector, make_selector
+from spider.expand.select.exchange import Admission
+from spider.expand.tidy import named_as_code, tidy_list
 from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
@@ -32,10 +35,7 @@ from spider.rank.pool_rank import (
 from spider.rank.rerank import HeadCalibration, default_calibration, rerank_with_logits
 from spider.retrieve.first_stage import FirstStage, Reordering, first_stage
 from spider.retrieve.signals import NameTable
-from spider.select import OfflineSelector, Selector, make_selector
-from spider.select.exchange import Admission
 from spider.settings import EngineSettings
-from spider.tidy import named_as_code, tidy_list
 
 CLOSE_WORDING_RANK = 10  # a dense rank this good means the text reads like the issue
 MAX_TERMS = 3  # shared words shown per hit: the rarest ones say the most

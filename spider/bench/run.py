@@ -94,9 +94,9 @@ def run_instance(
 
     Long because it is the bench's per-instance loop: index, time, query each method, record a
     row; a split would hand the timings and the row fields between steps."""
+    from spider.expand.select.oracle import OracleSelector
     from spider.index import build_index
     from spider.localize import locate
-    from spider.select.oracle import OracleSelector
 
     base = cfg.settings
     per_method = {m.name: m.settings(base) for m in methods}

@@ -329,11 +329,12 @@ def selector(
     write_weights: WriteWeightsOpt = False,
     weights_file: WeightsFileOpt = None,
 ) -> None:
-    """Fit the offline neighbour selector (spider/select/offline_weights.json): the
+    """Fit the offline neighbour selector (spider/expand/select/offline_weights.json): the
     admission margin by the η > τ rule under leave-one-repository-out CV.
 
     Long because its signature is the command's options (a third of the lines) and the --corpus
     form chooses its rows here."""
+    from spider.expand.select.offline import WEIGHTS_FILE
     from spider.learn import selector as fitting
     from spider.learn.corpus import (
         BENCHMARK_REPOS,
@@ -343,7 +344,6 @@ def selector(
         read_corpus,
     )
     from spider.learn.dev_fit import Fitting
-    from spider.select.offline import WEIGHTS_FILE
 
     settings = engine_settings(k, cache_dir)
     comment = fitting.COMMENT

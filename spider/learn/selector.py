@@ -33,6 +33,9 @@ from spider.errors import InvalidSetting, SpiderError
 from spider.eval.dataset import Instance
 from spider.eval.metrics import aggregate, dedupe, score_instance
 from spider.eval.snapshot import RepoResolver
+from spider.expand.select.base import Candidate, SelectionRequest
+from spider.expand.select.exchange import exchange
+from spider.expand.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights
 from spider.ids import graph_ids_for, normalise_id
 from spider.learn.corpus import pre_fix_base
 from spider.learn.cv import CVReport, leave_one_repository_out
@@ -40,9 +43,6 @@ from spider.learn.estimator import Logistic
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
 from spider.models import Issue
 from spider.rank.features import NEIGHBOUR_FEATURES, log_rank, pool_features
-from spider.select.base import Candidate, SelectionRequest
-from spider.select.exchange import exchange
-from spider.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights
 from spider.settings import EngineSettings
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ def collect(
 
     Long because one instance's record (rank, expansion requests, labels) is gathered in one
     pass with its resume bookkeeping."""
-    from spider.expand import build_requests
+    from spider.expand.neighbours import build_requests
     from spider.localize import ranked_first_stage
 
     settings = fit_settings(settings)

@@ -120,9 +120,9 @@ def test_an_admitted_items_route_in_plain_words() -> None:
 
 
 def test_the_links_between_listed_functions(graph: CodeGraph) -> None:
+    from spider.expand.select.exchange import Admission
     from spider.localize import list_links
     from spider.models import Link
-    from spider.select.exchange import Admission
 
     links = list_links(graph, [F, G, NESTED, OTHER], {})
     assert Link(F, G, "calls") in links and Link(G, NESTED, "contains") in links

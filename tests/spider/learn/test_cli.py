@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from spider.cli import app
 from spider.eval.dataset import write_dataset
+from spider.expand.select.offline import OfflineWeights
 from spider.rank.pool_rank import PoolRanker
 from spider.retrieve.adapter import QueryAdapter
-from spider.select.offline import OfflineWeights
 from tests.spider.bench.helpers import commit_files, init_repo
 from tests.spider.learn.test_corpus import _inst
 from tests.spider.shop import FILES

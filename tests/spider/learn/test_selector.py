@@ -11,6 +11,7 @@ import pytest
 from spider.errors import InvalidSetting
 from spider.eval.dataset import Instance
 from spider.eval.snapshot import template_resolver
+from spider.expand.select.offline import OfflineWeights
 from spider.learn.selector import (
     FitRecord,
     collect,
@@ -21,7 +22,6 @@ from spider.learn.selector import (
     simulate,
     write_weights,
 )
-from spider.select.offline import OfflineWeights
 from spider.settings import AUTO, LLM_EDGES, EngineSettings
 
 
