@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from spider.comment.render import build_view, render
+from spider.explain.reasons import related_reasons
 from spider.graph import CodeGraph, build_graph
 from spider.index import build_index
-from spider.localize import locate, related_reasons
+from spider.localize import locate
 from spider.models import Issue, Reason
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
