@@ -42,7 +42,7 @@ _LAZY = {
     "build_index": "spider.index",
     "count_source_files": "spider.graph",
     "fix_paths": "spider.fixes",
-    "history_depth": "spider.pool_rank",
+    "history_depth": "spider.rank.pool_rank",
     "locate": "spider.localize",
     "match_fix": "spider.fixes",
     "normalise_id": "spider.ids",
@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from spider.index import Index, build_index
     from spider.localize import locate
     from spider.models import Hit, Issue, Localization, Reason
-    from spider.pool_rank import history_depth
+    from spider.rank.pool_rank import history_depth
     from spider.settings import EngineSettings
     from spider.source import GIT_ENV, open_source
 

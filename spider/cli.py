@@ -173,7 +173,7 @@ def index(
 def _read_history(idx: Index, settings: EngineSettings) -> None:
     """Parse the history window the ranker reads now (cached by commit, kept per index),
     so that no later ``spider locate`` pays for it."""
-    from spider.pool_rank import history_depth
+    from spider.rank.pool_rank import history_depth
 
     if history_depth(settings) > 1:
         idx.history()

@@ -88,7 +88,7 @@ _FOLD_CLAUSES = {
     "defined inside": "in which it is defined",
 }
 
-# How an admitted item relates to its centre (``Reason.relation``, from ``locate.relation``),
+# How an admitted item relates to its centre (``Reason.relation``, from ``spider.explain.reasons.relation``),
 # as the clause that ends its route: "found via invokes from `X` (listed 1st), which calls it".
 _ROUTE_CLAUSES = {
     "called by": "which calls it",

@@ -243,23 +243,23 @@ class EngineSettings(BaseSettings):
     ranker: Literal["pool", "head"] = Field(
         "pool",
         description="pool: the learned ranker re-scores the first stage's top ranker_depth "
-        "(spider/pool_rank.py, trained on other projects' issues; the membership of the top "
+        "(spider/rank/pool_rank.py, trained on other projects' issues; the membership of the top "
         "K can change); head: the logistic head model re-sorts the top K only "
-        "(spider/rerank.py); pool falls back to head when no pool model ships",
+        "(spider/rank/rerank.py); pool falls back to head when no pool model ships",
     )
     ranker_depth: int = Field(
         0, ge=0, le=2000, description="candidates the pool ranker re-scores; 0 = the model's own"
     )
     ranker_file: str = Field(
         "",
-        description="the pool ranker's model file: empty = the shipped spider/pool_ranker.json, "
+        description="the pool ranker's model file: empty = the shipped spider/rank/pool_ranker.json, "
         "else the path of a file `spider train ranker --write-weights` wrote (one fitted on "
         "your own projects' fixed issues); the comment then names the file's digest",
     )
     demote_paths: bool = Field(
         True,
         description="after the ranker, move functions under tooling and copy folders (bin/, "
-        "scripts/, tools/, extras/, benchmarks/, examples/, release/: spider/tidy.py "
+        "scripts/, tools/, extras/, benchmarks/, examples/, release/: spider/expand/tidy.py "
         "DEMOTED_PATHS), and test code outside the test folders (a Rust mod tests block, "
         "benches/ or examples/ at any depth, a test-helper module), below the library's own "
         "code, unless the issue names their file, their name or points at them by a signal",
@@ -270,7 +270,7 @@ class EngineSettings(BaseSettings):
         "sight: a member through its receiver or scope (`c.ClientIP()`, `Session.send`, "
         "`Foo::bar`) naming one function, in the first stage's top K, that the ranker "
         "pushed below the first 5 moves above the functions with no issue signal that the "
-        "first stage ranked below it (spider/tidy.py)",
+        "first stage ranked below it (spider/expand/tidy.py)",
     )
     fold_nested: bool = Field(
         True,
@@ -279,7 +279,7 @@ class EngineSettings(BaseSettings):
         "signals; the survivor is the one the issue points at, else the outer of at most 3 "
         "helpers, else the higher one; its reason names what it stands for; a method, an "
         "object literal's member and a module-sized anonymous export's functions are never "
-        "folded (spider/tidy.py)",
+        "folded (spider/expand/tidy.py)",
     )
 
     # --- graph ---

@@ -165,7 +165,7 @@ def _git(cwd: Path, *argv: str) -> str:
 
 def replay_dataset(args: argparse.Namespace, workdir: Path, db_url: str) -> int:
     """Each row: an issue answered at its base commit, then its gold patch merged as a fix."""
-    from spider.dataset import read_dataset, select_instances
+    from spider.eval.dataset import read_dataset, select_instances
 
     rows = select_instances(read_dataset(args.dataset), repos=args.only_repo or None,
                             limit=args.limit)

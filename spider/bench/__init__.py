@@ -6,10 +6,10 @@ Modules: ``methods`` (method -> engine settings), ``config`` (what a run is aske
 Markdown tables), ``history`` (fix commits -> a dataset), ``gtcheck`` (ground-truth
 checks), ``coverage`` (graph fidelity), ``speed`` (timings), ``cli`` (the ``spider
 bench`` commands). The dataset rows, an instance's index and ground truth and the
-metrics are engine modules shared with learning (``spider.dataset``,
-``spider.snapshot``, ``spider.metrics``); fitting lives in ``spider.learn``.
+metrics are engine modules shared with learning (``spider.eval.dataset``,
+``spider.eval.snapshot``, ``spider.eval.metrics``); fitting lives in ``spider.learn``.
 """
 
-from spider.metrics import DEFAULT_KS, aggregate, score_instance
+from spider.eval.metrics import DEFAULT_KS, aggregate, score_instance
 
 __all__ = ["DEFAULT_KS", "aggregate", "score_instance"]

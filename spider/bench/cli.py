@@ -46,16 +46,16 @@ from spider.cli_common import (
     exit_error,
     split_csv,
 )
-from spider.dataset import (
+from spider.errors import InputError, SpiderError
+from spider.eval.dataset import (
     HISTORY_DATASET_FILE,
     read_dataset,
     select_instances,
     write_dataset,
 )
-from spider.errors import InputError, SpiderError
+from spider.eval.snapshot import GT_CHOICES, GtChoice, fixed_resolver, template_resolver
 from spider.retrieve.dense import BACKENDS
 from spider.settings import EngineSettings
-from spider.snapshot import GT_CHOICES, GtChoice, fixed_resolver, template_resolver
 
 GROUP = "bench"  # the command group: `spider bench ...` in every recorded command line
 DEFAULT_METHODS = "bm25,dense,hybrid"  # the cheap baselines; add spider-* / oracle explicitly

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spider.bench.methods import Method
+from spider.eval.snapshot import GtChoice
 from spider.settings import EngineSettings
-from spider.snapshot import GtChoice
 
 
 @dataclass

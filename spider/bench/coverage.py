@@ -36,8 +36,9 @@ from typing import Any
 from tree_sitter import Node, Parser, Tree
 from tree_sitter_language_pack import get_language
 
-from spider.dataset import Instance
 from spider.errors import NoSourceFiles, SpiderError
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import RepoResolver
 from spider.graph import build_graph
 from spider.graph.build import exclusion_reasons
 from spider.graph.languages import LanguageSpec, has_cpp_sources, spec_for_path
@@ -52,7 +53,6 @@ from spider.patch import (
     parse_patch,
 )
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver
 from spider.source import GitSource
 
 log = logging.getLogger(__name__)

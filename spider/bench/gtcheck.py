@@ -19,11 +19,11 @@ from statistics import fmean
 from typing import Any
 
 from spider.bench.history import GraphBuilder
-from spider.dataset import Instance
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import RepoResolver
 from spider.ids import dataset_id_map, normalise_id, split_id
 from spider.patch import GT_MODES, literal_globs, patch_ground_truth, patch_paths
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver
 from spider.source import GitSource
 
 

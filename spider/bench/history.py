@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spider.commit_messages import FIX_WORD, ISSUE_REF, SQUASH_PR_SUFFIX, clean_message
-from spider.dataset import Instance
 from spider.errors import NoSourceFiles, SpiderError
+from spider.eval.dataset import Instance
 from spider.graph.model import CodeGraph
 from spider.patch import (
     literal_globs,

@@ -16,9 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spider.eval.metrics import dedupe, score_instance
 from spider.ids import normalise_id
 from spider.llm.reader import mix_pointwise
-from spider.metrics import dedupe, score_instance
 
 BASELINE = "no-llm"  # the run's list without the LLM: what admissions evict from
 METRICS = ("R@1", "R@5", "R@20", "MRR@20")

@@ -44,9 +44,9 @@ METHODS: dict[str, dict[str, Any]] = {
         "rerank": False,
     },
     "expand-both": {"edges": BOTH, "selector": "offline", "placement": "centre", "rerank": False},
-    # the first stage with its top K re-sorted by the head model (spider.rerank)
+    # the first stage with its top K re-sorted by the head model (spider.rank.rerank)
     "rerank": {"selector": "none", "ranker": "head"},
-    # the first stage's top N re-scored by the learned pool ranker (spider.pool_rank)
+    # the first stage's top N re-scored by the learned pool ranker (spider.rank.pool_rank)
     "pool-rank": {"selector": "none", "ranker": "pool"},
     "spider-contains": {"first_stage": "dense", "edges": CONTAINS, "selector": "offline"},
     "spider-invokes": {"first_stage": "dense", "edges": INVOKES, "selector": "offline"},

@@ -29,13 +29,13 @@ from spider.bench.store import (
     write_summary,
 )
 from spider.cli_common import terminal_progress
-from spider.dataset import Instance
 from spider.errors import SpiderError
+from spider.eval.dataset import Instance
+from spider.eval.metrics import dedupe, score_instance
+from spider.eval.snapshot import GtChoice, RepoResolver, ground_truth
 from spider.ids import dataset_id_map, normalise_id
-from spider.metrics import dedupe, score_instance
 from spider.progress import RUNS, Progress
 from spider.settings import EngineSettings
-from spider.snapshot import GtChoice, RepoResolver, ground_truth
 from spider.source import GitSource
 
 if TYPE_CHECKING:
@@ -94,9 +94,9 @@ def run_instance(
 
     Long because it is the bench's per-instance loop: index, time, query each method, record a
     row; a split would hand the timings and the row fields between steps."""
+    from spider.expand.select.oracle import OracleSelector
     from spider.index import build_index
     from spider.localize import locate
-    from spider.select.oracle import OracleSelector
 
     base = cfg.settings
     per_method = {m.name: m.settings(base) for m in methods}

@@ -20,10 +20,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
 
-from spider.dataset import Instance
 from spider.errors import SpiderError
+from spider.eval.dataset import Instance
+from spider.eval.metrics import aggregate, metric_names
 from spider.graph.languages import has_cpp_sources, spec_for_path
-from spider.metrics import aggregate, metric_names
 from spider.source import git
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from spider.dataset import Instance
 from spider.errors import InputError
+from spider.eval.dataset import Instance
 from spider.learn.corpus import BENCHMARK_REPOS, corpus_files
 from spider.learn.cv import CVReport, repository_folds
 from spider.learn.model_file import Provenance, write_model_file
@@ -289,7 +289,7 @@ class AdapterFit:
 def run(config: AdapterRun) -> AdapterFit:
     """Embed the corpus's issues (once per corpus folder), cross-validate the grid against
     the bundled model as is, and fit and write the chosen point when asked."""
-    from spider.dataset import read_dataset
+    from spider.eval.dataset import read_dataset
 
     files = [p for d in config.corpus_dirs for p in corpus_files(d)]
     wanted = {p.stem for p in files}

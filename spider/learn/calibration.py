@@ -1,6 +1,6 @@
 """Calibrate the head model: how likely is the first listed function to need the edit?
 
-The head re-ranker (``spider.rerank``) orders the top K by a logistic model fitted for
+The head re-ranker (``spider.rank.rerank``) orders the top K by a logistic model fitted for
 *order*, not for honest probabilities. This module fits Platt scaling (a logistic curve
 over the head logit) on dev data by leave-one-repository-out cross-validation, reports
 the reliability curve of the out-of-fold probabilities, and what a confidence bar would
@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from spider.calibration import Calibration
 from spider.learn.cv import CVReport, leave_one_repository_out
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
 from spider.learn.platt import fit_platt as platt
-from spider.rerank import CALIBRATION_KIND, RerankWeights, default_weights
+from spider.rank.calibration import Calibration
+from spider.rank.rerank import CALIBRATION_KIND, RerankWeights, default_weights
 
 BINS = 10  # reliability curve: equal-width probability bins
 BARS = (0.05, 0.1, 0.15, 0.2, 0.3)  # confidence bars whose effect is reported

@@ -44,11 +44,11 @@ from spider.cli_common import (
     split_csv,
     terminal_progress,
 )
-from spider.dataset import Instance, read_dataset, select_instances
 from spider.errors import SpiderError
+from spider.eval.dataset import Instance, read_dataset, select_instances
+from spider.eval.snapshot import RepoResolver, template_resolver
 from spider.learn import cross_cli, delta_cli
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver, template_resolver
 
 if TYPE_CHECKING:
     from spider.learn.dev_fit import Fitting
@@ -247,9 +247,9 @@ def ranker(
     dev_dirs: DevCorpusOpt = None,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it
-    (spider/pool_ranker.json)."""
+    (spider/rank/pool_ranker.json)."""
     from spider.learn.ranker import RankerRun, run
-    from spider.pool_rank import MODEL_FILE
+    from spider.rank.pool_rank import MODEL_FILE
 
     logging.getLogger("spider").setLevel(logging.INFO)
     config = RankerRun(
@@ -329,11 +329,12 @@ def selector(
     write_weights: WriteWeightsOpt = False,
     weights_file: WeightsFileOpt = None,
 ) -> None:
-    """Fit the offline neighbour selector (spider/select/offline_weights.json): the
+    """Fit the offline neighbour selector (spider/expand/select/offline_weights.json): the
     admission margin by the η > τ rule under leave-one-repository-out CV.
 
     Long because its signature is the command's options (a third of the lines) and the --corpus
     form chooses its rows here."""
+    from spider.expand.select.offline import WEIGHTS_FILE
     from spider.learn import selector as fitting
     from spider.learn.corpus import (
         BENCHMARK_REPOS,
@@ -343,7 +344,6 @@ def selector(
         read_corpus,
     )
     from spider.learn.dev_fit import Fitting
-    from spider.select.offline import WEIGHTS_FILE
 
     settings = engine_settings(k, cache_dir)
     comment = fitting.COMMENT
@@ -390,11 +390,11 @@ def head(
     write_weights: WriteWeightsOpt = False,
     weights_file: WeightsFileOpt = None,
 ) -> None:
-    """Fit the head re-ranker (spider/rerank_weights.json) by nested leave-one-repository-out
+    """Fit the head re-ranker (spider/rank/rerank_weights.json) by nested leave-one-repository-out
     CV on dev data only."""
     from spider.learn import head as fitting
     from spider.learn.dev_fit import Fitting
-    from spider.rerank import WEIGHTS_FILE
+    from spider.rank.rerank import WEIGHTS_FILE
 
     spec = Fitting(
         fitting.collect,
@@ -428,13 +428,13 @@ def calibration(
     write_weights: WriteWeightsOpt = False,
     weights_file: WeightsFileOpt = None,
 ) -> None:
-    """Calibrate the head model's probability (spider/head_calibration.json; Platt,
+    """Calibrate the head model's probability (spider/rank/head_calibration.json; Platt,
     leave-one-repository-out) on dev data; reports the reliability curve and what a
     confidence bar would silence. Shares `train head`'s collected data (same --out)."""
     from spider.learn import calibration as calibrating
     from spider.learn import head as fitting
     from spider.learn.dev_fit import Fitting
-    from spider.rerank import CALIBRATION_FILE
+    from spider.rank.rerank import CALIBRATION_FILE
 
     spec = Fitting(
         fitting.collect,

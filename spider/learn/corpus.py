@@ -4,7 +4,7 @@
 
 For each instance the repository's base commit is indexed (graph and BM25; the graph is
 cached by commit), the first stage ranks every function, and the top ``pool`` candidates
-are stored with :func:`spider.features.ranker_features` and whether the fix edits them
+are stored with :func:`spider.rank.features.ranker_features` and whether the fix edits them
 (``DIR/<instance>.npz``). Embedding every function of every training commit would take
 hours on two cores, so a repository without vectors takes the engine's cold path: the
 cheap rankers (BM25, file BM25, issue signals) choose the pool and only the pool is
@@ -34,15 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spider.dataset import Instance
 from spider.errors import InputError, SpiderError
-from spider.features import RANKER_FEATURES, pool_relative, ranker_features
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import RepoResolver, index_instance
 from spider.ids import graph_ids_for, short_name
 from spider.progress import INSTANCES, Progress
+from spider.rank.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.retrieve.first_stage import first_stage
 from spider.retrieve.history import CommitCache, brought_commits, first_parent
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver, index_instance
 
 if TYPE_CHECKING:
     from spider.index import Index

@@ -98,8 +98,8 @@ def cross(
     """Train the cross-encoder (LoRA on the bundled MiniLM and a head) on the corpus's
     pools; write its file (WORK/cross_encoder.npz, or the shipped file)."""
     from spider.cpu import has_native_bf16
-    from spider.cross import CROSS_FILE
     from spider.learn.cross_tune import CrossConfig, CrossRun, run
+    from spider.rank.cross import CROSS_FILE
 
     logging.getLogger("spider").setLevel(logging.INFO)
     if holdout <= 0 and weight is None:

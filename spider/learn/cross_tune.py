@@ -6,7 +6,7 @@ A bi-encoder embeds the issue and the function apart and compares two vectors; a
 cross-encoder reads the pair as one input (``[CLS] issue [SEP] function [SEP]``), so every
 word of the issue attends to every token of the code. It is too slow for a whole
 repository, so it scores only the pool ranker's top ``depth`` (30) and its score joins the
-ranker's (:mod:`spider.cross`).
+ranker's (:mod:`spider.rank.cross`).
 
 The model is the bundled all-MiniLM-L6-v2 with low-rank adapters (LoRA, through ``peft``,
 as :mod:`spider.learn.encoder_tune`) on every linear map of its six layers, and a head:
@@ -46,7 +46,6 @@ from typing import Any
 
 import numpy as np
 
-from spider.cross import combined
 from spider.errors import InputError
 from spider.learn.corpus import corpus_files
 from spider.learn.excluded import is_excluded
@@ -66,6 +65,7 @@ from spider.learn.torch_fit import (
     save_checkpoint,
     warmup_cosine,
 )
+from spider.rank.cross import combined
 
 log = logging.getLogger(__name__)
 
@@ -438,9 +438,9 @@ def _save(
 def write_cross(
     model: CrossModel, path: Path, base_fingerprint: str, weight: float, provenance: Provenance
 ) -> Path:
-    """Save the adapters and the head as the file :mod:`spider.cross` reads (float16
+    """Save the adapters and the head as the file :mod:`spider.rank.cross` reads (float16
     factors, float32 head), through the one model-file writer."""
-    from spider.cross import CROSS_KIND, DIRECTION
+    from spider.rank.cross import CROSS_KIND, DIRECTION
     from spider.retrieve.delta import DELTA_SCHEMA
     from spider.retrieve.dense import BUNDLED_MODEL_ID
 
@@ -559,7 +559,7 @@ def _split_groups(config: CrossRun) -> tuple[list[Group], list[Group], int]:
     from spider.learn.corpus import read_corpus
     from spider.learn.excluded import excluded_repos
     from spider.learn.ranker import Params, fit, training_rows
-    from spider.pool_rank import default_ranker
+    from spider.rank.pool_rank import default_ranker
 
     cfg = config.train
     skip = excluded_repos(list(config.excluded))
@@ -580,8 +580,8 @@ def _split_groups(config: CrossRun) -> tuple[list[Group], list[Group], int]:
 def score_dev(path: Path, dev: Path, export_dir: Path) -> DevScores:
     """R@20 / MRR@20 of the development pools, ordered by the shipped ranker, re-sorted by
     the written file through the engine's own scorer (ONNX) at each weight."""
-    from spider.cross import CrossScorer, read_cross
-    from spider.pool_rank import default_ranker
+    from spider.rank.cross import CrossScorer, read_cross
+    from spider.rank.pool_rank import default_ranker
     from spider.retrieve.dense import bundled_model_path
 
     model = read_cross(path, bundled_model_path())

@@ -17,10 +17,10 @@ from spider.errors import InputError
 from spider.progress import INSTANCES, Progress, ended
 
 if TYPE_CHECKING:
-    from spider.dataset import Instance
+    from spider.eval.dataset import Instance
+    from spider.eval.snapshot import RepoResolver
     from spider.learn.cv import CVReport
     from spider.settings import EngineSettings
-    from spider.snapshot import RepoResolver
 
 _T = TypeVar("_T")  # one collected instance of a fit
 _W = TypeVar("_W")  # the weights a fit writes

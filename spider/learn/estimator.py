@@ -19,7 +19,7 @@ from typing import Protocol, Self
 
 import numpy as np
 
-from spider.calibration import LOGIT_CLAMP
+from spider.rank.calibration import LOGIT_CLAMP
 
 DEFAULT_MAX_ITER = 1000  # lbfgs iterations: enough for a few dozen features on standard scale
 
@@ -52,7 +52,7 @@ class Logistic:
     ``standardise`` fits on features scaled to mean 0 and unit deviation (so that ``c``
     means the same for every feature) and maps the coefficients back. A single class
     cannot place a boundary: the fit is then flat at that class (coefficients 0, intercept
-    +-:data:`~spider.calibration.LOGIT_CLAMP`), so every row scores as the data said; no
+    +-:data:`~spider.rank.calibration.LOGIT_CLAMP`), so every row scores as the data said; no
     rows at all count as no positive. ``x`` is used as given (no cast), so a fit gives the
     same numbers as scikit-learn on the same array.
     """

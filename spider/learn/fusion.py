@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spider.dataset import Instance
+from spider.eval.dataset import Instance
+from spider.eval.metrics import reciprocal_rank
+from spider.eval.snapshot import RepoResolver, index_instance
 from spider.learn.cv import CVReport, leave_one_repository_out
-from spider.metrics import reciprocal_rank
 from spider.retrieve.first_stage import Rankable, first_stage
 from spider.retrieve.fusion import FusionWeights, fuse
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver, index_instance
 
 if TYPE_CHECKING:
     from spider.models import Issue

@@ -1,4 +1,4 @@
-"""Fit the head model of ``spider.rerank`` by grouped cross-validation on dev data only.
+"""Fit the head model of ``spider.rank.rerank`` by grouped cross-validation on dev data only.
 
     spider train head --dataset FILE --repos TEMPLATE --out DIR [--write-weights]
 
@@ -22,18 +22,18 @@ from typing import Any
 
 import numpy as np
 
-from spider.dataset import Instance
 from spider.errors import InputError
-from spider.features import HEAD_FEATURES as FEATURES
-from spider.features import head_features
+from spider.eval.dataset import Instance
+from spider.eval.metrics import reciprocal_rank
+from spider.eval.snapshot import RepoResolver, index_instance
 from spider.learn.cv import CVReport, leave_one_repository_out
 from spider.learn.estimator import Logistic
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
-from spider.metrics import reciprocal_rank
-from spider.rerank import WEIGHTS_KIND, RerankWeights
+from spider.rank.features import HEAD_FEATURES as FEATURES
+from spider.rank.features import head_features
+from spider.rank.rerank import WEIGHTS_KIND, RerankWeights
 from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver, index_instance
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ COMMENT = "Fitted by `spider train head` on the dev set only; see README."
 
 
 def write_weights(weights: RerankWeights, cv: Mapping[str, Any], command: str, path: Path) -> None:
-    """Write the weights file ``spider.rerank`` ships with."""
+    """Write the weights file ``spider.rank.rerank`` ships with."""
     body = WeightsBody(
         kind=WEIGHTS_KIND,
         sections={"coef": {n: round(v, 5) for n, v in weights.coef.items()}},

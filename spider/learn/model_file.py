@@ -8,7 +8,7 @@ dumper so that its loader reads it back unchanged:
 
 - :class:`WeightsBody` (sections of named coefficients and scalars: the selector, the
   head model, the head calibration): JSON through :func:`spider.weights.dump_weights`;
-- :class:`~spider.pool_rank.PoolRanker`: JSON through :func:`spider.pool_rank.dump_ranker`;
+- :class:`~spider.rank.pool_rank.PoolRanker`: JSON through :func:`spider.rank.pool_rank.dump_ranker`;
 - :class:`~spider.retrieve.adapter.QueryAdapter`: ``.npz`` through
   :func:`spider.retrieve.adapter.dump_adapter`;
 - :class:`LoraBody` (the encoder delta, the cross-encoder): ``.npz`` through
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from spider.pool_rank import PoolRanker, dump_ranker
+from spider.rank.pool_rank import PoolRanker, dump_ranker
 from spider.retrieve.adapter import QueryAdapter, dump_adapter
 from spider.retrieve.delta import dump_lora
 from spider.weights import dump_weights

@@ -36,8 +36,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from spider.dataset import Instance
 from spider.errors import SpiderError
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import RepoResolver, ground_truth
 from spider.graph.exclusions import PathRules
 from spider.graph.languages import spec_for_path
 from spider.ids import dataset_id_map, graph_ids_for
@@ -49,7 +50,6 @@ from spider.patch import parse_patch
 from spider.progress import INSTANCES, Progress
 from spider.retrieve.bm25 import LexicalIndex
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver, ground_truth
 from spider.source import GitSource, SourceTree
 
 log = logging.getLogger(__name__)
@@ -510,7 +510,7 @@ class PairsFit:
 
 def mined_file(path: Path) -> Path:
     """A mined dataset: the file itself, or the one a ``spider bench history`` folder holds."""
-    from spider.dataset import HISTORY_DATASET_FILE
+    from spider.eval.dataset import HISTORY_DATASET_FILE
 
     return path / HISTORY_DATASET_FILE if path.is_dir() else path
 
@@ -518,9 +518,9 @@ def mined_file(path: Path) -> Path:
 def run(config: PairsRun) -> PairsFit:
     """Write the code-text, commit and issue pairs ``config`` asks for into ``config.out``
     (resumable) and the summary beside them."""
-    from spider.dataset import read_dataset
+    from spider.eval.dataset import read_dataset
+    from spider.eval.snapshot import template_resolver
     from spider.learn.excluded import excluded_repos
-    from spider.snapshot import template_resolver
 
     banned = excluded_repos(list(config.excluded))
     resolve = template_resolver(config.repos)

@@ -1,10 +1,10 @@
 """Platt scaling: fit ``P(edited | score) = sigmoid(slope * score + intercept)``.
 
 The one calibrator for every shipped calibration (the pool ranker's first-item score, the
-head model's logit); the engine applies it with :class:`spider.calibration.Calibration`.
+head model's logit); the engine applies it with :class:`spider.rank.calibration.Calibration`.
 
 On a single class (every item edited, or none) the curve is flat at that class: slope 0,
-intercept +-:data:`~spider.calibration.LOGIT_CLAMP`, so every score reads as probability
+intercept +-:data:`~spider.rank.calibration.LOGIT_CLAMP`, so every score reads as probability
 1 or 0 (:class:`~spider.learn.estimator.Logistic`'s rule).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from spider.calibration import Calibration
 from spider.learn.estimator import Logistic
+from spider.rank.calibration import Calibration
 
 PLATT_C = 100.0  # two parameters, hundreds of points: almost no regularisation
 

@@ -1,4 +1,4 @@
-"""Fit the pool ranker (``spider.pool_rank``) on the training corpus.
+"""Fit the pool ranker (``spider.rank.pool_rank``) on the training corpus.
 
     spider train ranker --corpus DIR [--write-weights]
 
@@ -25,15 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from spider.calibration import Calibration
 from spider.errors import InputError
-from spider.features import HISTORY_FEATURES, RANKER_FEATURES
+from spider.eval.metrics import reciprocal_rank
 from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow, read_corpus, summarise
 from spider.learn.cv import CVReport, repository_folds
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.platt import fit_platt
-from spider.metrics import reciprocal_rank
-from spider.pool_rank import MODEL_FILE, PoolRanker, TreeEnsemble, load_ranker, prior_scores
+from spider.rank.calibration import Calibration
+from spider.rank.features import HISTORY_FEATURES, RANKER_FEATURES
+from spider.rank.pool_rank import MODEL_FILE, PoolRanker, TreeEnsemble, load_ranker, prior_scores
 
 log = logging.getLogger(__name__)
 

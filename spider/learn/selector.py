@@ -29,21 +29,21 @@ from typing import Any
 
 import numpy as np
 
-from spider.dataset import Instance
 from spider.errors import InvalidSetting, SpiderError
-from spider.features import NEIGHBOUR_FEATURES, log_rank, pool_features
+from spider.eval.dataset import Instance
+from spider.eval.metrics import aggregate, dedupe, score_instance
+from spider.eval.snapshot import RepoResolver
+from spider.expand.select.base import Candidate, SelectionRequest
+from spider.expand.select.exchange import exchange
+from spider.expand.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights
 from spider.ids import graph_ids_for, normalise_id
 from spider.learn.corpus import pre_fix_base
 from spider.learn.cv import CVReport, leave_one_repository_out
 from spider.learn.estimator import Logistic
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
-from spider.metrics import aggregate, dedupe, score_instance
 from spider.models import Issue
-from spider.select.base import Candidate, SelectionRequest
-from spider.select.exchange import exchange
-from spider.select.offline import WEIGHTS_KIND, OfflineSelector, OfflineWeights
+from spider.rank.features import NEIGHBOUR_FEATURES, log_rank, pool_features
 from spider.settings import EngineSettings
-from spider.snapshot import RepoResolver
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def collect(
 
     Long because one instance's record (rank, expansion requests, labels) is gathered in one
     pass with its resume bookkeeping."""
-    from spider.expand import build_requests
+    from spider.expand.neighbours import build_requests
     from spider.localize import ranked_first_stage
 
     settings = fit_settings(settings)

@@ -78,7 +78,7 @@ class ColdPath:
 @dataclass(frozen=True, eq=False)
 class FeatureInputs:
     """What the learned stages' features read beyond the fused ranking, computed once by
-    the first stage so that ``spider.features`` never embeds or scores the issue again."""
+    the first stage so that ``spider.rank.features`` never embeds or scores the issue again."""
 
     title_ranks: Mapping[str, np.ndarray]  # dense / bm25: 1-based rank for the title alone
     file_scores: np.ndarray | None  # file-level BM25 score per file (hybrid), fused or not
@@ -94,9 +94,9 @@ class Reordering:
 
     order: np.ndarray  # function indices, best first: the head re-sorted, the rest as ranked
     logits: np.ndarray  # that model's scores of the head, in ``order``'s order
-    by: RankedBy  # which model: "pool" (spider.pool_rank) or "head" (spider.rerank)
+    by: RankedBy  # which model: "pool" (spider.rank.pool_rank) or "head" (spider.rank.rerank)
     depth: int  # how many of the first stage's items it re-scored
-    cross: str = ""  # digest of the cross-encoder that re-scored its top (spider.cross)
+    cross: str = ""  # digest of the cross-encoder that re-scored its top (spider.rank.cross)
     cross_depth: int = 0  # how many of its top items the cross-encoder read
     ranker: str = ""  # digest of the pool ranker's file when not the shipped one
 

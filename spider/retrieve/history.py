@@ -5,7 +5,7 @@ are read (``git log -p -U0``; each hunk header names the enclosing function, by 
 built-in diff drivers). A function gets the cleaned messages of the commits whose hunks
 sat in it (matched by path and short name), a file those of the commits that touched it.
 BM25 over these texts scores them against an issue: one more feature family for the pool
-ranker (``spider.features``).
+ranker (``spider.rank.features``).
 
 A commit's parse never changes, so parses are cached by commit hash in
 ``cache_dir/history.sqlite``: a new commit of the same repository reads only what is new.

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import spider.features
+import spider.rank.features
 from spider.errors import FeatureInputsMissing
-from spider.features import head_features, ranker_features
 from spider.index import Index
 from spider.localize import locate, ranked_first_stage
 from spider.models import BUNDLED_MODEL, Issue, PartialIndex
+from spider.rank.features import head_features, ranker_features
 from spider.retrieve.cold import pooled_dense_scores
 from spider.retrieve.first_stage import first_stage
 from spider.retrieve.fusion import ranks_from_scores
@@ -105,7 +105,7 @@ def _forbidden(name: str) -> Any:
 
 
 def test_features_import_no_retriever() -> None:
-    tree = ast.parse(Path(spider.features.__file__).read_text())
+    tree = ast.parse(Path(spider.rank.features.__file__).read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert not {m for m in imported if m.rpartition(".")[2] in RETRIEVERS}

@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from spider.comment import build_view, render
+from spider.expand.tidy import nested_in
 from spider.graph import CodeGraph
 from spider.index import build_index
 from spider.localize import locate
 from spider.models import Issue, Localization
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
-from spider.tidy import nested_in
 from tests.spider.shop import write_files
 
 SHA = "0" * 40

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from spider.errors import FeatureInputsMissing
-from spider.features import HISTORY_FEATURES, RANKER_FEATURES, ranker_features
 from spider.index import Index, build_index
 from spider.localize import locate, read_history
 from spider.models import Issue
+from spider.rank.features import HISTORY_FEATURES, RANKER_FEATURES, ranker_features
 from spider.retrieve import history as hist
 from spider.retrieve.first_stage import first_stage
 from spider.retrieve.history import CommitCache, header_name, recent_commits

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from spider.dataset import read_dataset
+from spider.eval.dataset import read_dataset
 from tests.worker.pg import pg_url, shared_pg_admin  # noqa: F401  (fixtures)
 from worker import cli
 from worker.report import render_html, rows, table_markdown

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from spider.bench import cli
-from spider.dataset import Instance
+from spider.eval.dataset import Instance
 from tests.spider.rows import write_two_repo_dataset
 
 runner = CliRunner()

@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from spider.bench.cli import bench_app
 from spider.bench.coverage import measure_coverage
-from spider.dataset import Instance
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import fixed_resolver
 from spider.settings import EngineSettings
-from spider.snapshot import fixed_resolver
 
 from .helpers import commit_files, init_repo
 

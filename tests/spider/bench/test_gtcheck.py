@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from spider.bench.gtcheck import check_groundtruth, summarise_check
-from spider.dataset import Instance
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import fixed_resolver
 from spider.settings import EngineSettings
-from spider.snapshot import fixed_resolver
 from tests.spider.bench.helpers import ast_builder, commit_files, git, init_repo
 
 BASE = """\

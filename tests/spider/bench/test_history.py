@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spider.bench.history import clean_message, is_fix_message, mine_history
-from spider.dataset import read_dataset, write_dataset
+from spider.eval.dataset import read_dataset, write_dataset
 from spider.settings import EngineSettings
 from tests.spider.bench.helpers import ast_builder, commit_files, git, init_repo
 

@@ -101,7 +101,7 @@ def test_a_repository_counts_under_the_language_of_all_its_fixes() -> None:
     from types import SimpleNamespace
 
     from spider.bench.store import summarise
-    from spider.dataset import Instance
+    from spider.eval.dataset import Instance
     from spider.settings import EngineSettings
 
     def row(iid: str, gt: list[str]) -> dict[str, object]:
@@ -121,7 +121,7 @@ def test_the_summary_names_the_tuned_models_the_predictions_ran_with() -> None:
     from types import SimpleNamespace
 
     from spider.bench.store import summarise
-    from spider.dataset import Instance
+    from spider.eval.dataset import Instance
     from spider.settings import EngineSettings
 
     def row(iid: str, settings: dict[str, object]) -> dict[str, object]:

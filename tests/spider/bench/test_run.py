@@ -17,10 +17,10 @@ from spider.bench.methods import parse_methods
 from spider.bench.report import render_tables, render_timings
 from spider.bench.run import run_benchmark
 from spider.bench.store import PREDICTIONS, SUMMARY, read_predictions
-from spider.dataset import Instance
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import fixed_resolver
 from spider.models import Hit, Issue, Localization, RunSettings
 from spider.settings import EngineSettings
-from spider.snapshot import fixed_resolver
 from tests.spider.bench.helpers import ast_builder, commit_files, init_repo
 
 CODE = """\

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 
 from spider.comment.render import build_view, render
+from spider.expand.select.offline import OfflineSelector, OfflineWeights
 from spider.index import Index, build_index
 from spider.localize import locate
 from spider.models import Issue
-from spider.select.offline import OfflineSelector, OfflineWeights
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
 

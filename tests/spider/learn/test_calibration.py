@@ -8,9 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spider.calibration import Calibration
 from spider.errors import WeightsFormatError
-from spider.features import HEAD_FEATURES
 from spider.learn.calibration import (
     cross_validate,
     fit_platt,
@@ -18,7 +16,9 @@ from spider.learn.calibration import (
     reliability,
     write_calibration,
 )
-from spider.rerank import HeadCalibration, RerankWeights, default_weights
+from spider.rank.calibration import Calibration
+from spider.rank.features import HEAD_FEATURES
+from spider.rank.rerank import HeadCalibration, RerankWeights, default_weights
 
 K = 20
 

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from spider.cli import app
-from spider.dataset import write_dataset
-from spider.pool_rank import PoolRanker
+from spider.eval.dataset import write_dataset
+from spider.expand.select.offline import OfflineWeights
+from spider.rank.pool_rank import PoolRanker
 from spider.retrieve.adapter import QueryAdapter
-from spider.select.offline import OfflineWeights
 from tests.spider.bench.helpers import commit_files, init_repo
 from tests.spider.learn.test_corpus import _inst
 from tests.spider.shop import FILES
@@ -154,7 +154,7 @@ def test_the_adapter_run_reports_and_writes_without_the_command(
 
 
 def test_a_fitting_commands_collectors_are_heard_once_per_instance(tmp_path: Path) -> None:
-    from spider.dataset import Instance
+    from spider.eval.dataset import Instance
     from spider.learn.dev_fit import reporting
     from spider.progress import INSTANCES
 

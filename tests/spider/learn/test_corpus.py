@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from spider.dataset import Instance
-from spider.features import RANKER_FEATURES
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import template_resolver
 from spider.learn.corpus import (
     DEFAULT_POOL,
     build_corpus,
@@ -17,8 +17,8 @@ from spider.learn.corpus import (
     read_corpus,
     read_row,
 )
+from spider.rank.features import RANKER_FEATURES
 from spider.settings import EngineSettings
-from spider.snapshot import template_resolver
 
 PATCH = "\n".join(  # rejects a negative quantity in the shop's Cart.add_item
     [

@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spider.dataset import Instance
 from spider.errors import InputError
-from spider.features import RANKER_FEATURES
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import template_resolver
 from spider.learn.corpus import build_corpus, read_row
+from spider.rank.features import RANKER_FEATURES
 from spider.settings import EngineSettings
-from spider.snapshot import template_resolver
 from tests.spider.bench.helpers import commit_files, git, init_repo
 from tests.spider.shop import FILES
 

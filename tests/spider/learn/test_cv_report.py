@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from spider.calibration import Calibration
 from spider.learn import adapter, calibration, fusion, head, ranker, selector
 from spider.learn.cv import CVReport
+from spider.rank.calibration import Calibration
 from tests.spider.learn import (
     test_adapter,
     test_calibration,

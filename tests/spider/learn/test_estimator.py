@@ -7,11 +7,11 @@ import inspect
 import numpy as np
 import pytest
 
-from spider.calibration import LOGIT_CLAMP
 from spider.errors import InputError
-from spider.features import RANKER_FEATURES
 from spider.learn.estimator import Estimator, Logistic, single_class
 from spider.learn.ranker import LambdaRank, Params
+from spider.rank.calibration import LOGIT_CLAMP
+from spider.rank.features import RANKER_FEATURES
 
 
 def _separable(seed: int = 0, n: int = 400) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from spider.dataset import Instance
+from spider.eval.dataset import Instance
 from spider.learn import cli
 from spider.learn.cv import CVReport
 from tests.spider.rows import write_two_repo_dataset
@@ -78,7 +78,7 @@ def test_fitting_commands_share_one_body(
     assert seen == {"rows": ["a-1", "b-2"], "k": 10}  # nothing written without the flag
     assert "margin 2.0 at K=10" in res.output
     assert json.loads((out / "selector-cv.json").read_text())["data"] == ["rec-a", "rec-b"]
-    monkeypatch.setattr("spider.select.offline.WEIGHTS_FILE", tmp_path / "w.json")
+    monkeypatch.setattr("spider.expand.select.offline.WEIGHTS_FILE", tmp_path / "w.json")
     res = runner.invoke(cli.train_app, [*args, "--write-weights"])
     assert res.exit_code == 0, res.output
     assert seen["weights"] == ("w", 2.0) and seen["path"] == tmp_path / "w.json"

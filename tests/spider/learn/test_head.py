@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from spider.learn.head import FEATURES, cross_validate, fit, reordered_mrr, write_weights
-from spider.rerank import RerankWeights
+from spider.rank.rerank import RerankWeights
 
 LINES = FEATURES.index("log_lines")
 RANK = FEATURES.index("log_rank")

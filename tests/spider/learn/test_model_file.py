@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spider.learn.model_file import Provenance, WeightsBody, write_model_file
-from spider.rerank import RerankWeights
+from spider.rank.rerank import RerankWeights
 from spider.retrieve.adapter import QueryAdapter
 from spider.weights import SCHEMA_VERSION
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from spider.dataset import Instance
 from spider.errors import InputError
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import template_resolver
 from spider.learn.excluded import drop_excluded, excluded_repos, is_excluded, read_list
 from spider.learn.pairs import (
     COMMITS_FILE,
@@ -23,7 +24,6 @@ from spider.learn.pairs import (
     split_python_docstring,
 )
 from spider.settings import EngineSettings
-from spider.snapshot import template_resolver
 from spider.source import GitSource
 from tests.spider.bench.helpers import commit_files, init_repo
 from tests.spider.learn.test_corpus import PATCH

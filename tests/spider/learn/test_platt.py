@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spider.calibration import LOGIT_CLAMP, Calibration
 from spider.learn.platt import fit_platt
+from spider.rank.calibration import LOGIT_CLAMP, Calibration
 
 
 def test_platt_recovers_the_curve_that_drew_the_labels() -> None:

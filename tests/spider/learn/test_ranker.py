@@ -9,9 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spider.calibration import Calibration
 from spider.errors import InputError, WeightsFormatError
-from spider.features import HISTORY_FEATURES, RANKER_FEATURES
 from spider.learn.corpus import CorpusRow
 from spider.learn.platt import fit_platt
 from spider.learn.ranker import (
@@ -30,7 +28,9 @@ from spider.learn.ranker import (
     without,
     write_ranker,
 )
-from spider.pool_rank import PoolRanker, TreeEnsemble, dump_ranker
+from spider.rank.calibration import Calibration
+from spider.rank.features import HISTORY_FEATURES, RANKER_FEATURES
+from spider.rank.pool_rank import PoolRanker, TreeEnsemble, dump_ranker
 
 RANK = RANKER_FEATURES.index("log_rank")
 BODY = RANKER_FEATURES.index("body_terms")

@@ -9,9 +9,9 @@ import numpy as np
 from typer.testing import CliRunner
 
 from spider.cli import app
-from spider.features import RANKER_FEATURES
 from spider.learn.corpus import CORPUS_VERSION, CorpusRow
-from spider.pool_rank import MODEL_FILE, PoolRanker
+from spider.rank.features import RANKER_FEATURES
+from spider.rank.pool_rank import MODEL_FILE, PoolRanker
 from tests.spider.learn.test_ranker import _history_row
 
 runner = CliRunner()

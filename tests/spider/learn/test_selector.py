@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from spider.dataset import Instance
 from spider.errors import InvalidSetting
+from spider.eval.dataset import Instance
+from spider.eval.snapshot import template_resolver
+from spider.expand.select.offline import OfflineWeights
 from spider.learn.selector import (
     FitRecord,
     collect,
@@ -20,9 +22,7 @@ from spider.learn.selector import (
     simulate,
     write_weights,
 )
-from spider.select.offline import OfflineWeights
 from spider.settings import AUTO, LLM_EDGES, EngineSettings
-from spider.snapshot import template_resolver
 
 
 def _record(i: int, repo: str, good_neighbour: bool) -> FitRecord:
@@ -146,7 +146,7 @@ def test_cv_reports_eta_tau_and_admissions_and_the_weights_file_keeps_them(
 
 
 def test_no_edited_neighbour_fits_a_selector_that_admits_nothing() -> None:
-    from spider.features import NEIGHBOUR_FEATURES
+    from spider.rank.features import NEIGHBOUR_FEATURES
 
     plain = [_record(i, f"o/r{i % 3}", good_neighbour=False) for i in range(6)]
     w = fit_weights(plain, 20)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from spider.select.base import SelectionRequest
+from spider.expand.select.base import SelectionRequest
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from spider.errors import InvalidSetting, WeightsFormatError
-from spider.features import RANKER_FEATURES, pool_relative, ranker_features
 from spider.index import Index
 from spider.learn.corpus import CorpusRow
 from spider.learn.ranker import Params, fit
 from spider.localize import locate
 from spider.models import Issue
-from spider.pool_rank import Calibration, PoolRanker, dump_ranker, settings_ranker
+from spider.rank.features import RANKER_FEATURES, pool_relative, ranker_features
+from spider.rank.pool_rank import Calibration, PoolRanker, dump_ranker, settings_ranker
 from spider.retrieve.adapter import dump_adapter
 from spider.retrieve.first_stage import first_stage
 from spider.settings import EngineSettings

@@ -2,10 +2,10 @@
 
 Fusion decides which few hundred functions are candidates; a gradient-boosted ranking
 model (LightGBM's lambdarank) then orders the top ``depth`` of them by the features of
-``spider.features.ranker_features``: every ranker's ranks and scores, the title's ranks,
+``spider.rank.features.ranker_features``: every ranker's ranks and scores, the title's ranks,
 issue signals by kind, which of the issue's words the name and body hold, graph relations
 to what the issue names, the file's standing, size and name shape. Unlike the head model
-(``spider.rerank``), it reaches below the top K, so Recall@K moves, not only the order.
+(``spider.rank.rerank``), it reaches below the top K, so Recall@K moves, not only the order.
 
 The model was fitted by ``spider train ranker`` on real issues of other projects (never
 the benchmark's repositories); the file beside this module holds its trees, the feature
@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spider.calibration import Calibration
 from spider.errors import InvalidSetting, WeightsFormatError
-from spider.features import HISTORY_FEATURES, RANKER_FEATURES, ranker_features
+from spider.rank.calibration import Calibration
+from spider.rank.features import HISTORY_FEATURES, RANKER_FEATURES, ranker_features
 from spider.weights import SCHEMA_VERSION, read_checked
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from spider.expand.select import NoSelector, OfflineSelector, make_selector
+from spider.expand.select.llm_selector import LLMSelector
 from spider.models import RunSettings
-from spider.select import NoSelector, OfflineSelector, make_selector
-from spider.select.llm_selector import LLMSelector
 from spider.settings import LLM_EDGES, EngineSettings
 from tests.fakes.anthropic_api import FakeAnthropic, serve_fake_anthropic
 from tests.spider.shop import write_files

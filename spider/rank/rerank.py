@@ -8,7 +8,7 @@ the best rank in the same file and among graph neighbours) re-sorts the top ``k`
 Membership of the top ``k`` never changes, so Recall@K and Acc@K are untouched; only the
 order (MRR, what a reader sees first) moves.
 
-The features come from ``spider.features`` (``head_features``). The coefficients live in
+The features come from ``spider.rank.features`` (``head_features``). The coefficients live in
 ``rerank_weights.json`` beside this file on the raw feature scale, read through the one
 checked loader (``spider.weights``); ``spider train head`` regenerates them from the dev set with
 leave-one-repository-out cross-validation (see the README).
@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spider.calibration import Calibration
 from spider.errors import WeightsFormatError
-from spider.features import HEAD_FEATURES, head_features
+from spider.rank.calibration import Calibration
+from spider.rank.features import HEAD_FEATURES, head_features
 from spider.weights import load_weights
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class RerankWeights:
 
 @dataclass(frozen=True)
 class HeadCalibration(Calibration):
-    """The head model's :class:`~spider.calibration.Calibration` (its logit into the chance
+    """The head model's :class:`~spider.rank.calibration.Calibration` (its logit into the chance
     of an edit), valid for one set of head weights (``fingerprint``).
 
     Fitted by ``spider train calibration``.

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from spider.expand.select.base import Candidate, SelectionRequest
+from spider.expand.select.exchange import exchange
 from spider.models import Issue
-from spider.select.base import Candidate, SelectionRequest
-from spider.select.exchange import exchange
 
 
 def _req(centre: str, cands: list[tuple[str, int]], rank: int = 1) -> SelectionRequest:
@@ -78,7 +78,7 @@ def test_short_list_grows_up_to_k() -> None:
 
 
 def test_order_by_probability_moves_admitted_items_down_not_up() -> None:
-    from spider.select.exchange import Admission, order_by_probability
+    from spider.expand.select.exchange import Admission, order_by_probability
 
     final = ["a", "x", "b", "y", "c"]  # x admitted by a, y admitted by b
     placed = {"x": Admission("x", "a", "contains", 2), "y": Admission("y", "b", "invokes", 1)}

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from spider.calibration import LOGIT_CLAMP, Calibration
-from spider.pool_rank import PoolRanker
-from spider.rerank import HeadCalibration
+from spider.rank.calibration import LOGIT_CLAMP, Calibration
+from spider.rank.pool_rank import PoolRanker
+from spider.rank.rerank import HeadCalibration
 
 
 def test_probability_is_the_clamped_sigmoid() -> None:

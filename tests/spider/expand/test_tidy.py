@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from spider.graph.model import CodeGraph
-from spider.tidy import (
+from spider.expand.tidy import (
     MAX_HELPERS,
     demote,
     demoted_folder,
@@ -17,6 +16,7 @@ from spider.tidy import (
     nested_in,
     tidy_list,
 )
+from spider.graph.model import CodeGraph
 from tests.spider.graphs import graph_of
 
 FUNCS = [  # path, qualified name, start, end

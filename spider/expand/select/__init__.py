@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spider.errors import InvalidSetting
-from spider.select.base import Candidate, NoSelector, SelectionRequest, Selector
-from spider.select.offline import OfflineSelector
-from spider.select.oracle import OracleSelector
+from spider.expand.select.base import Candidate, NoSelector, SelectionRequest, Selector
+from spider.expand.select.offline import OfflineSelector
+from spider.expand.select.oracle import OracleSelector
 from spider.settings import EngineSettings
 
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ def make_selector(settings: EngineSettings, judge: Judge | None = None) -> Selec
     if name == "offline":
         return OfflineSelector()
     if name in ("anthropic", "llm"):
+        from spider.expand.select.llm_selector import LLMSelector
         from spider.llm.backends import make_backend
-        from spider.select.llm_selector import LLMSelector
 
         if judge is not None and judge.backend.kind == name:
             return LLMSelector(judge.backend, settings, judge)

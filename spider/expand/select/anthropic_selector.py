@@ -1,6 +1,6 @@
 """The paper's selector with Claude: one Messages API call per centre, issued concurrently.
 
-It is :class:`~spider.select.llm_selector.LLMSelector` over the Anthropic backend
+It is :class:`~spider.expand.select.llm_selector.LLMSelector` over the Anthropic backend
 (listwise: Claude returns no log-probabilities). The issue text is untrusted: it is
 fenced as data in the prompt, the answer must be strict JSON, and any id that was not
 offered is dropped. A call that fails after the client's retries admits nothing for that
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from spider.expand.select.llm_selector import LLMSelector
 from spider.llm.backends import AnthropicBackend, parse_ids
 from spider.llm.judge import Judge
-from spider.select.llm_selector import LLMSelector
 from spider.settings import EngineSettings
 
 

@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from spider.errors import LLMError
+from spider.expand.select.base import Candidate, SelectionRequest, Selector
 from spider.llm.backends import Backend
 from spider.llm.judge import Judge
 from spider.llm.prompts import SELECT_SYSTEM, Function, select_prompt
-from spider.select.base import Candidate, SelectionRequest, Selector
 from spider.settings import EngineSettings
 
 log = logging.getLogger(__name__)

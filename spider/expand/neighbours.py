@@ -4,7 +4,7 @@ Stage 1 gathers, for each centre (the top C first-stage hits), the function node
 ``depth`` hops along ``contains`` edges and ``invokes_depth`` hops along ``invokes`` edges
 that also lie in the first-stage pool ``S_N``; invokes neighbours are capped to the best
 ranked ``invokes_neighbour_cap`` (as in the paper). Stage 2 asks the selector. Stage 3,
-the fixed-budget exchange, lives in ``spider.select.exchange``.
+the fixed-budget exchange, lives in ``spider.expand.select.exchange``.
 
 :func:`run_expansion` also accounts for what happened per centre (neighbours offered to
 the selector, how many it accepted, how many entered the list), so that the comment and
@@ -17,11 +17,11 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from spider.features import issue_vocabulary, neighbour_features
+from spider.expand.select.base import Candidate, SelectionRequest, Selector
+from spider.expand.select.exchange import Admission, exchange
 from spider.graph.model import CodeGraph
 from spider.models import CentreExpansion, Issue
-from spider.select.base import Candidate, SelectionRequest, Selector
-from spider.select.exchange import Admission, exchange
+from spider.rank.features import issue_vocabulary, neighbour_features
 from spider.settings import EngineSettings
 
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from spider.errors import WeightsFormatError
-from spider.features import HEAD_FEATURES as FEATURES
-from spider.features import head_features as item_features
 from spider.index import Index
 from spider.localize import locate
 from spider.models import Hit, Issue, Reason
-from spider.rerank import RerankWeights, default_weights, rerank_head
+from spider.rank.features import HEAD_FEATURES as FEATURES
+from spider.rank.features import head_features as item_features
+from spider.rank.rerank import RerankWeights, default_weights, rerank_head
 from spider.retrieve.first_stage import first_stage
 from tests.spider.shop import shop_index
 
@@ -110,7 +110,7 @@ def test_bad_weights_file_is_a_clear_error(tmp_path: Path, content: str, message
 
 
 def test_shipped_calibration_gives_a_confidence_and_is_tied_to_the_weights(index: Index) -> None:
-    from spider.rerank import HeadCalibration, default_calibration
+    from spider.rank.rerank import HeadCalibration, default_calibration
 
     cal = default_calibration()
     assert cal is not None and cal == HeadCalibration.load()

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from spider.comment.render import build_view, render
+from spider.explain.reasons import related_reasons
 from spider.graph import CodeGraph, build_graph
 from spider.index import build_index
-from spider.localize import locate, related_reasons
+from spider.localize import locate
 from spider.models import Issue, Reason
 from spider.settings import EngineSettings
 from spider.source import DirectorySource
@@ -120,9 +121,9 @@ def test_an_admitted_items_route_in_plain_words() -> None:
 
 
 def test_the_links_between_listed_functions(graph: CodeGraph) -> None:
+    from spider.expand.select.exchange import Admission
     from spider.localize import list_links
     from spider.models import Link
-    from spider.select.exchange import Admission
 
     links = list_links(graph, [F, G, NESTED, OTHER], {})
     assert Link(F, G, "calls") in links and Link(G, NESTED, "contains") in links

@@ -12,17 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from spider.cross import (
-    CROSS_KIND,
-    CrossScorer,
-    combined,
-    cross_path,
-    read_cross,
-    rerank_top,
-    settings_scorer,
-)
 from spider.errors import EncoderDeltaError, InputError
-from spider.features import RANKER_FEATURES
 from spider.index import build_index
 from spider.learn.corpus import CORPUS_VERSION
 from spider.learn.cross_tune import (
@@ -37,6 +27,16 @@ from spider.learn.excluded import excluded_repos
 from spider.learn.model_file import Provenance
 from spider.localize import locate
 from spider.models import Issue
+from spider.rank.cross import (
+    CROSS_KIND,
+    CrossScorer,
+    combined,
+    cross_path,
+    read_cross,
+    rerank_top,
+    settings_scorer,
+)
+from spider.rank.features import RANKER_FEATURES
 from spider.retrieve.delta import weights_fingerprint
 from spider.retrieve.dense import bundled_model_path
 from spider.settings import EngineSettings
@@ -163,7 +163,7 @@ def test_the_setting_names_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert settings_scorer(EngineSettings(cache_dir=tmp_path)) is None  # off by default
     with pytest.raises(EncoderDeltaError, match="no file at"):
         cross_path(str(tmp_path / "missing.npz"))
-    monkeypatch.setattr("spider.cross.CROSS_FILE", tmp_path / "absent.npz")
+    monkeypatch.setattr("spider.rank.cross.CROSS_FILE", tmp_path / "absent.npz")
     with pytest.raises(EncoderDeltaError, match="ships no cross-encoder"):
         cross_path("bundled")
 

@@ -2,10 +2,10 @@
 
 Four consumers, one convention:
 
-- the pool ranker (``spider.pool_rank``) re-scores the first stage's top N with
+- the pool ranker (``spider.rank.pool_rank``) re-scores the first stage's top N with
   :func:`ranker_features` (columns :data:`RANKER_FEATURES`), and ``spider train corpus``
   stores exactly these rows for fitting it;
-- the head re-ranker (``spider.rerank``) scores the first stage's top K with
+- the head re-ranker (``spider.rank.rerank``) scores the first stage's top K with
   :func:`head_features` (columns :data:`HEAD_FEATURES`);
 - the selector's neighbours carry :func:`pool_features` (per-ranker ranks and the issue
   signal of every pool item) plus :func:`neighbour_features` (graph relation to the

@@ -16,9 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from spider.features import NEIGHBOUR_FEATURES, log_rank
-from spider.select.base import Candidate, SelectionRequest, Selector
-from spider.select.exchange import Admission, order_by_probability
+from spider.expand.select.base import Candidate, SelectionRequest, Selector
+from spider.expand.select.exchange import Admission, order_by_probability
+from spider.rank.features import NEIGHBOUR_FEATURES, log_rank
 from spider.weights import load_weights
 
 WEIGHTS_FILE = Path(__file__).with_name("offline_weights.json")

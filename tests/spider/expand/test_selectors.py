@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from spider.expand.select import NoSelector, OfflineSelector, make_selector
+from spider.expand.select.anthropic_selector import AnthropicSelector, parse_answer
+from spider.expand.select.base import Candidate, SelectionRequest, Selector
+from spider.expand.select.llm_selector import LLMSelector
+from spider.expand.select.offline import OfflineWeights
 from spider.models import Issue
-from spider.select import NoSelector, OfflineSelector, make_selector
-from spider.select.anthropic_selector import AnthropicSelector, parse_answer
-from spider.select.base import Candidate, SelectionRequest, Selector
-from spider.select.llm_selector import LLMSelector
-from spider.select.offline import OfflineWeights
 from spider.settings import EngineSettings
 from tests.fakes.anthropic_api import FakeAnthropic, serve_fake_anthropic
 

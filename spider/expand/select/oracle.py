@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from spider.select.base import SelectionRequest, Selector
+from spider.expand.select.base import SelectionRequest, Selector
 
 
 class OracleSelector(Selector):

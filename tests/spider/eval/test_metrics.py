@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spider.metrics import aggregate, dedupe, metric_names, score_instance
+from spider.eval.metrics import aggregate, dedupe, metric_names, score_instance
 
 
 def test_single_instance_by_hand() -> None:

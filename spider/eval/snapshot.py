@@ -1,7 +1,7 @@
 """A dataset instance's repository at its base commit: where it lives, its index, its truth.
 
 What measuring (``spider bench``) and learning (``spider train``) both start from: a
-``--repos`` template resolves an :class:`~spider.dataset.Instance` to a repository on
+``--repos`` template resolves an :class:`~spider.eval.dataset.Instance` to a repository on
 disk, :func:`index_instance` indexes its base commit (read straight from git, no
 checkout) and derives the ground-truth ids in the dataset's convention, by the rule
 :data:`GtChoice` names.
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from spider.dataset import Instance
 from spider.errors import InputError
+from spider.eval.dataset import Instance
 from spider.ids import dataset_id_map, normalise_id
 from spider.patch import GroundTruthMode, patch_ground_truth
 from spider.settings import EngineSettings
