@@ -20,6 +20,7 @@ __all__ = [
     "Issue",
     "Localization",
     "Reason",
+    "SourceTree",
     "build_index",
     "count_source_files",
     "fix_paths",
@@ -38,6 +39,7 @@ _LAZY = {
     "Issue": "spider.models",
     "Localization": "spider.models",
     "Reason": "spider.models",
+    "SourceTree": "spider.source",
     "Index": "spider.index",
     "build_index": "spider.index",
     "count_source_files": "spider.graph",
@@ -58,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from spider.models import Hit, Issue, Localization, Reason
     from spider.rank.pool_rank import history_depth
     from spider.settings import EngineSettings
-    from spider.source import GIT_ENV, open_source
+    from spider.source import GIT_ENV, SourceTree, open_source
 
 
 def __getattr__(name: str) -> Any:

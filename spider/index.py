@@ -189,6 +189,21 @@ class Index:
             return 0
         return self.encoder().missing(self.documents())
 
+    def complete_vectors(self, max_missing: int) -> bool:
+        """Make every function's vector available when at most ``max_missing`` of them lack
+        one in the embedding cache (embedding those and writing the commit's matrix);
+        True when the index now holds every vector, False when more were missing and
+        nothing was embedded (a query then embeds only its pool: a partial answer). The
+        count is kept in ``stats["missing_vectors"]``."""
+        if self.has_vectors():
+            return True
+        missing = self.missing_vectors()
+        self.stats["missing_vectors"] = missing
+        if missing > max_missing:
+            return False
+        self.vectors()
+        return True
+
     def vectors(self) -> np.ndarray:
         """Unit-norm embeddings of every function (embedding what the cache lacks)."""
         if self._vectors is None:

@@ -6,7 +6,7 @@ tree-sitter) load on first use only, so importing the worker's other modules sta
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import spider
 from spider.models import Issue, Localization
@@ -14,18 +14,21 @@ from spider.settings import EngineSettings
 from worker.index_cache import IndexCache, index_key
 from worker.mirror import Checkout
 
+if TYPE_CHECKING:
+    from spider import Index, SourceTree
+
 
 class Engine(Protocol):
     """Count a snapshot's source files; index it; locate an issue in an index."""
 
     def source_files(self, checkout: Checkout, settings: EngineSettings) -> int: ...
 
-    def index(self, checkout: Checkout, settings: EngineSettings) -> Any: ...
+    def index(self, checkout: Checkout, settings: EngineSettings) -> Index: ...
 
     def index_for_issue(self, checkout: Checkout, settings: EngineSettings, *,
-                        embed_max: int) -> tuple[Any, bool]: ...
+                        embed_max: int) -> tuple[Index, bool]: ...
 
-    def locate(self, index: Any, issue: Issue, settings: EngineSettings) -> Localization: ...
+    def locate(self, index: Index, issue: Issue, settings: EngineSettings) -> Localization: ...
 
 
 class SpiderEngine:
@@ -39,7 +42,7 @@ class SpiderEngine:
         """How many files indexing would parse (a listing only: cheap even when huge)."""
         return spider.count_source_files(_source(checkout), settings)
 
-    def index(self, checkout: Checkout, settings: EngineSettings) -> Any:
+    def index(self, checkout: Checkout, settings: EngineSettings) -> Index:
         """Build (or load from cache) the index of the checked-out commit; with the history
         window fetched, its commits are parsed too (cached by commit), so the first answer
         that reads them does not pay for it."""
@@ -49,7 +52,7 @@ class SpiderEngine:
         return index
 
     def index_for_issue(self, checkout: Checkout, settings: EngineSettings, *,
-                        embed_max: int) -> tuple[Any, bool]:
+                        embed_max: int) -> tuple[Index, bool]:
         """The index an issue job ranks with, and whether it is partial.
 
         The graph and BM25 always; the embeddings when at most ``embed_max`` functions lack
@@ -64,22 +67,17 @@ class SpiderEngine:
         if kept is not None:
             return kept, False
         index = spider.build_index(_source(checkout), settings, progress=False, embed=False)
-        if settings.first_stage not in ("dense", "hybrid") or index.has_vectors():
-            self.kept.put(key, index)
-            return index, False
-        missing = index.missing_vectors()
-        index.stats["missing_vectors"] = missing
-        if missing <= embed_max:
-            index.vectors()  # embeds the missing ones (and writes the commit's matrix)
-            self.kept.put(key, index)
-            return index, False
-        return index, True
+        dense = settings.first_stage in ("dense", "hybrid")
+        if dense and not index.complete_vectors(embed_max):
+            return index, True
+        self.kept.put(key, index)
+        return index, False
 
-    def locate(self, index: Any, issue: Issue, settings: EngineSettings) -> Localization:
+    def locate(self, index: Index, issue: Issue, settings: EngineSettings) -> Localization:
         """The K functions most likely to need an edit, with reasons."""
         return spider.locate(index, issue, settings)
 
 
-def _source(checkout: Checkout) -> Any:
+def _source(checkout: Checkout) -> SourceTree:
     """The fetched commit's files, read from the mirror (no working tree)."""
     return spider.open_source(checkout.git_dir, checkout.sha)

@@ -15,9 +15,12 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from spider.settings import INDEX_SETTINGS, EngineSettings
+
+if TYPE_CHECKING:
+    from spider import Index
 
 
 def index_key(git_dir: Path, sha: str, settings: EngineSettings, history_pending: bool) -> str:
@@ -30,9 +33,9 @@ def index_key(git_dir: Path, sha: str, settings: EngineSettings, history_pending
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def index_size(index: Any) -> int:
+def index_size(index: Index) -> int:
     """An index's weight against the bound: its functions (at least 1)."""
-    return max(1, len(getattr(index, "function_ids", ()) or ()))
+    return max(1, len(index.function_ids))
 
 
 class IndexCache:
@@ -41,7 +44,7 @@ class IndexCache:
 
     def __init__(self, max_functions: int) -> None:
         self.max_functions = max_functions
-        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._items: OrderedDict[str, Index] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
@@ -53,7 +56,7 @@ class IndexCache:
         """Functions held now."""
         return sum(index_size(i) for i in self._items.values())
 
-    def get(self, key: str) -> Any | None:
+    def get(self, key: str) -> Index | None:
         """The index kept under ``key`` (now the most recently used), or None."""
         index = self._items.get(key)
         if index is None:
@@ -63,7 +66,7 @@ class IndexCache:
         self._items.move_to_end(key)
         return index
 
-    def put(self, key: str, index: Any) -> None:
+    def put(self, key: str, index: Index) -> None:
         """Keep ``index``; drop the least recently used ones beyond the bound."""
         if index_size(index) > self.max_functions:
             self._items.pop(key, None)
@@ -73,7 +76,7 @@ class IndexCache:
         while self.functions > self.max_functions:
             self._items.popitem(last=False)
 
-    def get_or_build(self, key: str, build: Callable[[], Any]) -> Any:
+    def get_or_build(self, key: str, build: Callable[[], Index]) -> Index:
         """The index under ``key``, built (and kept) when there is none."""
         index = self.get(key)
         if index is None:
