@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from contract import index_state, installs
 from contract.jobs import IndexJob, IssueJob, comment_id_of
@@ -32,8 +32,12 @@ from worker.comments import find_ours, publish
 from worker.deps import Deps
 from worker.errors import Delayed, GitHubRefused, RepositoryTooLarge
 from worker.github import GitHubClient
+from worker.mirror import Checkout
 from worker.outcome import Outcome
 from worker.repo_config import load_config
+
+if TYPE_CHECKING:
+    from spider import Index
 
 log = logging.getLogger(__name__)
 
@@ -219,8 +223,8 @@ def _answer(gh: GitHubClient, deps: Deps, job: IssueJob, facts: plan.Facts, run:
 class _Indexed:
     """A fetched head and its index (``partial``: not every function embedded yet)."""
 
-    checkout: Any
-    index: Any
+    checkout: Checkout
+    index: Index
     partial: bool
     fetch_s: float
     index_s: float
@@ -249,7 +253,8 @@ def _fetch_and_index(gh: GitHubClient, deps: Deps, job: IssueJob, branch: str,
     return _Indexed(checkout, index, partial, t1 - t0, t2 - t1, t2)
 
 
-def _index_for_issue(deps: Deps, checkout: Any, settings: EngineSettings) -> tuple[Any, bool]:
+def _index_for_issue(deps: Deps, checkout: Checkout,
+                     settings: EngineSettings) -> tuple[Index, bool]:
     """The index to rank with and whether it is partial (too many functions not embedded
     yet: ``SPIDER_ISSUE_EMBED_MAX``); with ``SPIDER_ISSUE_COLD_POOL=0`` always complete."""
     pool = deps.settings.issue_cold_pool
@@ -260,7 +265,7 @@ def _index_for_issue(deps: Deps, checkout: Any, settings: EngineSettings) -> tup
     return deps.engine.index_for_issue(checkout, settings, embed_max=embed_max)
 
 
-def _record_indexed(deps: Deps, repo: str, sha: str, fetched_at: int, index: Any) -> None:
+def _record_indexed(deps: Deps, repo: str, sha: str, fetched_at: int, index: Index) -> None:
     """Record the head an issue job indexed in full (as an index job would), so a push or an
     installation event for it finds nothing left to do. Best effort."""
     try:
