@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,18 @@ def push_payload(repo: str, path: Path) -> dict[str, Any]:
     return p
 
 
+def _count(stack: DevStack, msg: str) -> int:
+    return sum(r.get("msg") == msg for r in stack.log_records("worker"))
+
+
+def _wait_until(done: Callable[[], bool], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the worker did not get there")
+        time.sleep(0.1)
+
+
 def test_a_waiting_issue_job_goes_before_a_burst_of_index_jobs(tmp_path: Path) -> None:
     """Jobs queued while no worker runs; then one worker process on every queue starts.
     Its first job is the issue's, though five index jobs were queued before it."""
@@ -57,10 +70,17 @@ def test_a_waiting_issue_job_goes_before_a_burst_of_index_jobs(tmp_path: Path) -
         assert stack.result(issue_task)["status"] == "created"
         for task_id in index_tasks:
             assert stack.result(task_id)["status"] == "indexed"
+        # the answer on the new repository ranked from its head alone and queued its history
+        # window as one more index job: wait for it too
+        _wait_until(lambda: _count(stack, "repository indexed") >= 6)
         done = [r for r in stack.log_records("worker")
                 if r.get("msg") in ("job done", "repository indexed")]
         assert done[0]["msg"] == "job done", done
-        assert len(done) == 6
+        # the five pushes and the history window: all after the answer, none before
+        assert [r["msg"] for r in done] == ["job done"] + ["repository indexed"] * 6, done
+        fetched = [r["repo"] for r in stack.log_records("worker") if r.get("msg") == "mirror fetched"]
+        assert fetched[0] == "acme/httpkit", fetched
+        assert sorted(set(fetched)) == ["acme/httpkit"] + [f"acme/lib{i}" for i in range(5)]
 
 
 def test_a_cold_repository_is_answered_from_a_partial_index_then_indexed(tmp_path: Path) -> None:
