@@ -1,6 +1,6 @@
 """Render ``docs/configuration.md`` from the settings classes' own ``Field(description=...)``.
 
-The page lists every ``SPIDER_*`` variable: first the engine's (``spider.settings.EngineSettings``),
+The page lists every ``SPIDER_*`` variable: first the engine's (``spider.settings.EngineSettings``, one section per concern),
 then the app's own (``contract.settings.AppSettings``, less the engine's fields and less a
 field named ``engine``, so the page is the same whether the app settings inherit the engine's
 or hold them as a field). ``tests/test_docs.py`` fails when the file differs from what this
@@ -11,9 +11,11 @@ renders. Regenerate with::
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 import typing
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +36,7 @@ HEADER = f"""\
 edit the descriptions in the code, then regenerate (tests/test_docs.py checks this file). -->
 
 Every setting is an environment variable `SPIDER_<NAME>`, read by pydantic-settings. The
-engine's settings (`spider/settings.py`, `EngineSettings`) apply to `spider` on the command
+engine's settings (`spider/settings/`, `EngineSettings`, one table per concern) apply to `spider` on the command
 line and to the app's worker alike; the app's own settings (`contract/settings.py`,
 `AppSettings`) are read by the bot and the worker. A repository can override some engine
 settings in its `.github/spider.yml` ([install.md](install.md), section 4). Lists are
@@ -140,28 +142,57 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def documented_fields(
-    engine: type[BaseModel], app: type[BaseModel]
-) -> list[tuple[str, type[BaseModel], list[tuple[str, FieldInfo]]]]:
-    """(section title, class, [(name, field)]): the engine's fields, then the app's own."""
-    engine_fields = [(n, f) for n, f in engine.model_fields.items() if n not in SKIPPED_FIELDS]
+@dataclass(frozen=True)
+class Section:
+    """One table of the page: a heading, a sentence under it and the fields it lists."""
+
+    title: str
+    intro: str
+    model: type[BaseModel]
+    fields: list[tuple[str, FieldInfo]]
+
+
+def _words(name: str) -> str:
+    """``FirstStageSettings`` → ``first stage``."""
+    return re.sub(r"(?<!^)(?=[A-Z][a-z])", " ", name.removesuffix("Settings")).lower()
+
+
+def documented_fields(engine: type[BaseModel], app: type[BaseModel]) -> list[Section]:
+    """The engine's fields, one section per concern (``spider.settings.CONCERNS``), then the
+    app's own."""
+    from spider import settings as engine_settings
+
+    sections: list[Section] = []
+    shown: set[str] = set()
+    for concern in engine_settings.CONCERNS:
+        fields = [(n, engine.model_fields[n]) for n in concern.model_fields
+                  if n in engine.model_fields and n not in SKIPPED_FIELDS]
+        if fields:
+            where = concern.__module__.replace(".", "/") + ".py"
+            intro = " ".join((concern.__doc__ or "").split())
+            sections.append(Section(f"Engine: {_words(concern.__name__)} (`{where}`, "
+                                    f"`{concern.__name__}`)", intro, engine, fields))
+            shown.update(n for n, _ in fields)
+    rest = [(n, f) for n, f in engine.model_fields.items()
+            if n not in shown and n not in SKIPPED_FIELDS]
+    if rest:  # a field declared on EngineSettings itself
+        sections.append(Section("Engine (`spider/settings/__init__.py`, `EngineSettings`)", "",
+                                engine, rest))
     app_fields = [
         (n, f)
         for n, f in app.model_fields.items()
         if n not in engine.model_fields and n not in SKIPPED_FIELDS
     ]
-    return [
-        ("Engine (`spider/settings.py`, `EngineSettings`)", engine, engine_fields),
-        ("App: bot and worker (`contract/settings.py`, `AppSettings`)", app, app_fields),
-    ]
+    return [*sections, Section("App: bot and worker (`contract/settings.py`, `AppSettings`)",
+                               "", app, app_fields)]
 
 
 def missing_descriptions(engine: type[BaseModel], app: type[BaseModel]) -> list[str]:
     """The variables whose field has no description (listed on the page all the same)."""
     return [
-        env_name(model, name, field)
-        for _, model, fields in documented_fields(engine, app)
-        for name, field in fields
+        env_name(section.model, name, field)
+        for section in documented_fields(engine, app)
+        for name, field in section.fields
         if not (field.description or "").strip()
     ]
 
@@ -174,16 +205,19 @@ def render(engine: type[BaseModel] | None = None, app: type[BaseModel] | None = 
 
         engine, app = engine or EngineSettings, app or AppSettings
     out = [HEADER]
-    for title, model, fields in documented_fields(engine, app):
-        out += [f"## {title}", "", "| variable | type | default | description |", "|---|---|---|---|"]
-        for name, field in fields:
+    for section in documented_fields(engine, app):
+        out += [f"## {section.title}", ""]
+        if section.intro:
+            out += [section.intro, ""]
+        out += ["| variable | type | default | description |", "|---|---|---|---|"]
+        for name, field in section.fields:
             kind = type_name(field.annotation)
             limits = bounds(field)
             if limits:
                 kind = f"{kind} ({limits})"
             out.append(
-                f"| `{env_name(model, name, field)}` | {_cell(kind)} | {_cell(default_text(field))} "
-                f"| {_cell(field.description or '')} |"
+                f"| `{env_name(section.model, name, field)}` | {_cell(kind)} "
+                f"| {_cell(default_text(field))} | {_cell(field.description or '')} |"
             )
         out.append("")
     return "\n".join(out)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from spider.settings import INDEX_SETTINGS, EngineSettings
+from spider.settings import EngineSettings
 
 if TYPE_CHECKING:
     from spider import Index
@@ -27,7 +27,7 @@ def index_key(git_dir: Path, sha: str, settings: EngineSettings, history_pending
     """What makes two jobs' indexes the same: the commit, every setting an index reads, and
     whether the mirror held the history window when it was read (an index read without it
     has none, and must not answer once the window is there)."""
-    values = {k: getattr(settings, k) for k in sorted(INDEX_SETTINGS)}
+    values = settings.index_part().model_dump(mode="json")
     payload = json.dumps([str(git_dir), sha, values, history_pending], sort_keys=True,
                          default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
