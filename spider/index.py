@@ -20,9 +20,7 @@ from typing import Any
 import numpy as np
 
 from spider.errors import IndexFormatError
-from spider.graph import build_graph
 from spider.graph.model import CodeGraph
-from spider.graph.outline_cache import open_outline_cache
 from spider.graph_snapshot import derived_path, read_snapshot, snapshot_path, write_snapshot
 from spider.ids import short_name
 from spider.progress import (
@@ -397,6 +395,10 @@ def load_or_build_graph(
             else:
                 write_snapshot(graph, snapshot_path(cache_path), GRAPH_CACHE_VERSION)
                 return graph, True
+    # the parsers load only here: a query that reads a saved graph never imports them
+    from spider.graph.build import build_graph
+    from spider.graph.outline_cache import open_outline_cache
+
     outlines = open_outline_cache(settings.cache_dir / "outlines") if cache_path else None
     try:
         graph = build_graph(source, settings, steps(progress, PARSING), outlines)

@@ -12,13 +12,12 @@ from spider.expand.neighbours import Expansion, run_expansion
 from spider.expand.select import OfflineSelector, Selector, make_selector
 from spider.expand.tidy import named_as_code, tidy_list
 from spider.explain.reasons import explain, list_links
-from spider.graph.extract import display_name
 from spider.index import Index
 from spider.llm.backends import Backend, make_backend
 from spider.llm.judge import Judge
 from spider.llm.prompts import Function
 from spider.llm.reader import read_list
-from spider.models import Issue, LLMRun, Localization, RunSettings
+from spider.models import Issue, LLMRun, Localization, RunSettings, display_name
 from spider.progress import Progress
 from spider.rank.calibration import Calibration
 from spider.rank.cross import rescore, settings_scorer

@@ -10,10 +10,9 @@ from collections.abc import Mapping, Sequence
 
 from spider.expand.neighbours import Expansion
 from spider.expand.select.exchange import Admission
-from spider.graph.extract import display_name
 from spider.graph.model import CodeGraph
 from spider.index import Index
-from spider.models import Hit, Link, Reason
+from spider.models import Hit, Link, Reason, display_name
 from spider.rank.ranked import Ranked
 from spider.retrieve.first_stage import FirstStage
 

@@ -8,9 +8,9 @@ and attributes, ``extract`` for the capture names of the per-language query file
 dropped, ``#n`` stripped) is ``spider.ids.dataset_id``.
 """
 
-from spider.graph.build import build_graph, count_source_files
-from spider.graph.languages import language_names
-from spider.graph.model import CodeGraph, NodeInfo, ParseStats
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "CodeGraph",
@@ -20,3 +20,28 @@ __all__ = [
     "count_source_files",
     "language_names",
 ]
+
+# Loaded on first use: a query reads a saved graph (``model``) and never parses, so it must
+# not pay for the parsers (tree-sitter, its grammars, GitPython) that ``build`` imports.
+_LAZY = {
+    "CodeGraph": "spider.graph.model",
+    "NodeInfo": "spider.graph.model",
+    "ParseStats": "spider.graph.model",
+    "build_graph": "spider.graph.build",
+    "count_source_files": "spider.graph.build",
+    "language_names": "spider.graph.languages",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from spider.graph.build import build_graph, count_source_files
+    from spider.graph.languages import language_names
+    from spider.graph.model import CodeGraph, NodeInfo, ParseStats
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'spider.graph' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
