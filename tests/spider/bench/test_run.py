@@ -66,7 +66,7 @@ def fake_locate(
         ids.sort(key=lambda i: selector.normalise(i) not in selector.truth)
     hits = [Hit(i, "m.py", i, 1, 1, 1.0) for i in ids[: settings.k]]
     return Localization(
-        index.graph.g.graph.get("commit"), hits, RunSettings.of(settings, selector=settings.selector)
+        index.graph.commit, hits, RunSettings.of(settings, selector=settings.selector)
     )
 
 

@@ -154,8 +154,8 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
     cg.save(path)
     back = CodeGraph.load(path)
     assert dict(back.g.nodes(data=True)) == dict(cg.g.nodes(data=True))
-    assert sorted(back.g.edges(keys=True, data="type")) == sorted(
-        cg.g.edges(keys=True, data="type")
+    assert sorted(back.g.edges(keys=True)) == sorted(
+        cg.g.edges(keys=True)
     )
     assert back.stats.to_dict() == cg.stats.to_dict()
     assert back.functions() == cg.functions()
