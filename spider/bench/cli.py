@@ -354,6 +354,11 @@ def markdown(
 @bench_app.command(cls=PlainCommand, name="llm")
 def llm_table(
     out: Annotated[Path, typer.Argument(help="a --out directory of a run with LLM methods")],
+    methods: Annotated[str | None, typer.Option(
+        "--methods", help="only these methods (comma-separated); the figures are over the "
+        "instances all of them scored")] = None,
+    per_language: Annotated[bool, typer.Option(
+        "--per-language", help="the figures again for each language")] = False,
 ) -> None:
     """What the LLM roles did in a run (no-llm, llm-read, llm-select, llm-both): quality,
     admissions against evictions (eta, tau), seconds and tokens per issue, and the reader's
@@ -364,7 +369,7 @@ def llm_table(
     rows = read_predictions(out)
     if not rows:
         raise exit_error(f"{out} holds no predictions")
-    typer.echo(llm_markdown(rows))
+    typer.echo(llm_markdown(rows, methods=split_csv(methods), per_language=per_language))
 
 
 @bench_app.command(cls=PlainCommand, name="coverage")

@@ -123,30 +123,59 @@ def sweep(rows: Sequence[Mapping[str, Any]], method: str = "llm-read",
     return out
 
 
-def markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The figures and the sweep as Markdown tables."""
+def languages(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each repository's language: that of most files its fixes edit (as the benchmark's
+    per-language tables count it)."""
+    from spider.bench.store import language_of
+
+    truths: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        truths[r["repo"]] += r.get("gt") or []
+    return {repo: language_of(ids) for repo, ids in truths.items()}
+
+
+def _table(found: Sequence[MethodFigures]) -> list[str]:
     lines = [
         "| method | n | R@1 | R@5 | R@20 | MRR@20 | admitted (right) | evicted (right) | η | τ "
         "| s/issue p50 | p90 | prompt tokens p50 | cached | stopped early |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-
-    def f(v: float | None, fmt: str = ".3f") -> str:
-        return "–" if v is None else format(v, fmt)
-
-    for m in figures(rows):
+    for m in found:
         eta = m.admitted_right / m.admitted if m.admitted else None
         tau = m.evicted_right / m.evicted if m.evicted else None
         lines.append(
-            f"| `{m.method}` | {m.n} | " + " | ".join(f(m.metrics[k]) for k in METRICS)
+            f"| `{m.method}` | {m.n} | " + " | ".join(_f(m.metrics[k]) for k in METRICS)
             + f" | {m.admitted} ({m.admitted_right}) | {m.evicted} ({m.evicted_right}) "
-            f"| {f(eta)} | {f(tau)} | {f(m.seconds_p50, '.1f')} | {f(m.seconds_p90, '.1f')} "
-            f"| {f(m.prompt_tokens_p50, '.0f')} | {f(m.cached_share, '.0%')} | {m.failures} |"
+            f"| {_f(eta)} | {_f(tau)} | {_f(m.seconds_p50, '.1f')} | {_f(m.seconds_p90, '.1f')} "
+            f"| {_f(m.prompt_tokens_p50, '.0f')} | {_f(m.cached_share, '.0%')} | {m.failures} |"
         )
+    return lines
+
+
+def _f(v: float | None, fmt: str = ".3f") -> str:
+    return "–" if v is None else format(v, fmt)
+
+
+def markdown(rows: Sequence[Mapping[str, Any]], *, methods: Sequence[str] | None = None,
+             per_language: bool = False) -> str:
+    """The figures and the sweep as Markdown tables. ``methods``: only these (every figure
+    is over the instances all of them scored, so a run whose later issues ran fewer
+    methods is read whole for those); ``per_language``: the figures again per language."""
+    if methods:
+        rows = [r for r in rows if r["method"] in methods]
+    lines = _table(figures(rows))
     sw = sweep(rows)
     if sw:
         lines += ["", "| reader weight | " + " | ".join(METRICS) + " |",
                   "|---:|" + "---:|" * len(METRICS)]
         for w, ms in sw.items():
-            lines.append(f"| {w:g} | " + " | ".join(f(ms[k]) for k in METRICS) + " |")
+            lines.append(f"| {w:g} | " + " | ".join(_f(ms[k]) for k in METRICS) + " |")
+    if per_language:
+        language = languages(_scored(rows))
+        groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        for r in rows:
+            if r["repo"] in language:
+                groups[language[r["repo"]]].append(r)
+        for name in sorted(groups):
+            lines += ["", f"{name}:", "", *_table(figures(groups[name]))]
     return "\n".join(lines)
