@@ -108,16 +108,19 @@ class Index:
     def documents(self) -> list[str]:
         """The text of each function, aligned with ``function_ids`` (built once)."""
         if self._documents is None:
-            g = self.graph.g
-            self._documents = [
-                document_text(
-                    g.nodes[n].get("path", ""),
-                    g.nodes[n].get("name", ""),
-                    g.nodes[n].get("text", ""),
-                )
-                for n in self.function_ids
-            ]
+            self._documents = [self._document_of(n) for n in self.function_ids]
         return self._documents
+
+    def document(self, row: int) -> str:
+        """The text of function ``row`` alone (a query reads a few hundred of sympy's 19k:
+        building them all cost it 0.05-0.09 s)."""
+        if self._documents is not None:
+            return self._documents[row]
+        return self._document_of(self.function_ids[row])
+
+    def _document_of(self, node: str) -> str:
+        a = self.graph.g.nodes[node]
+        return document_text(a.get("path", ""), a.get("name", ""), a.get("text", ""))
 
     def encoder(self) -> Encoder:
         """The (cached) encoder for this index's model and backend."""
@@ -325,22 +328,24 @@ class Index:
         without a git repository or with ``history_commits`` 0)."""
         if self._history is None:
             t0 = time.perf_counter()
-            g = self.graph.g
-            keys = [
-                (g.nodes[n].get("path", ""), short_name(g.nodes[n].get("name", "")))
-                for n in self.function_ids
-            ]
             self._history = load_history(
                 self.git_dir,
                 self.commit,
                 self.settings.history_commits,
                 self.settings.cache_dir,
-                keys,
+                self._history_keys,
                 self._file_index()[0],
+                graph_key=self.cache_key,
             )
             self.stats["history_seconds"] = round(time.perf_counter() - t0, 3)
             self.stats["history_commits"] = self._history.commits
         return self._history
+
+    def _history_keys(self) -> list[tuple[str, str]]:
+        """Each function's (path, short name): how history names what it edited."""
+        nodes = self.graph.g.nodes
+        return [(a.get("path", ""), short_name(a.get("name", "")))
+                for a in (nodes[n] for n in self.function_ids)]
 
     def file_lexical(self) -> LexicalIndex:
         """BM25 over whole files (path + every function in it), one document per file."""

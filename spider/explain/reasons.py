@@ -188,7 +188,7 @@ def hit_reasons(
         reasons.append(evidence_reason(ev))
     if "bm25" in fs.ranks:
         name = index.graph.g.nodes[node_id].get("name", "")
-        terms = index.lexical().matched_terms(text, index.documents()[idx], MAX_TERMS, name=name)
+        terms = index.lexical().matched_terms(text, index.document(idx), MAX_TERMS, name=name)
         if terms:
             reasons.append(Reason(kind="terms", detail=", ".join(terms)))
     if "dense" in fs.ranks and int(fs.ranks["dense"][idx]) <= CLOSE_WORDING_RANK:

@@ -193,8 +193,7 @@ def rescore(
     n = min(scorer.file.depth, len(logits))
     if n < 2:
         return order, logits, 0
-    documents = index.documents()
-    cross = scorer.scores(issue.text, [documents[int(i)] for i in order[:n]])
+    cross = scorer.scores(issue.text, [index.document(int(i)) for i in order[:n]])
     logits = np.asarray(logits)
     new, top = rerank_top(order, logits, cross, scorer.file.weight)
     return new, np.concatenate([top, logits[n:]]), n

@@ -235,7 +235,7 @@ def ranker_features(
         row = out[r]
         attrs = index.graph.g.nodes[index.function_ids[i]]
         _shape_features(row, fs, i, attrs)
-        _word_features(row, q, attrs, index.documents()[i])
+        _word_features(row, q, attrs, index.document(i))
         _graph_features(row, index, index.function_ids[i], signal)
     _file_features(out, index, fs, items)
     pool_relative(out)
