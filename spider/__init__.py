@@ -9,7 +9,9 @@ Importing this package is cheap: heavy modules (torch, tree-sitter) load on firs
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spider.lazy import lazy_names
 
 __all__ = [
     "GIT_ENV",
@@ -63,10 +65,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from spider.source import GIT_ENV, SourceTree, open_source
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'spider' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(__name__, _LAZY)

@@ -10,7 +10,9 @@ dropped, ``#n`` stripped) is ``spider.ids.dataset_id``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spider.lazy import lazy_names
 
 __all__ = [
     "CodeGraph",
@@ -38,10 +40,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from spider.graph.model import CodeGraph, NodeInfo, ParseStats
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'spider.graph' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(__name__, _LAZY)
