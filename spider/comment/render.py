@@ -14,15 +14,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-import jinja2
 
 from spider.comment.markdown import Markdown, code, inline, plain
 from spider.comment.mermaid import mermaid_graph
 from spider.errors import RenderError
 from spider.models import Hit, Localization, PartialIndex, Reason
+
+if TYPE_CHECKING:  # Jinja loads when a comment is rendered: `spider locate`'s table needs none
+    import jinja2
 
 # The templates live in the top-level ``templates/`` folder, installed as this package.
 TEMPLATES_PACKAGE = "spider_templates"
@@ -297,6 +298,8 @@ def shipped_templates() -> Path:
 def template_loader(template_dir: str | Path | None = None) -> jinja2.BaseLoader:
     """The shipped templates, each overridden by a file of the same name in an operator's
     ``template_dir`` (``SPIDER_TEMPLATE_DIR``) when there is one."""
+    import jinja2
+
     shipped = jinja2.FileSystemLoader(shipped_templates())
     if not template_dir:
         return shipped
@@ -306,6 +309,8 @@ def template_loader(template_dir: str | Path | None = None) -> jinja2.BaseLoader
 @lru_cache(maxsize=4)
 def _environment(template_dir: str | None) -> jinja2.Environment:
     """The shipped templates, or an operator's directory that overrides them."""
+    import jinja2
+
     return jinja2.Environment(
         loader=template_loader(template_dir),
         undefined=jinja2.StrictUndefined,
@@ -322,6 +327,8 @@ def render(view: CommentView | TooLargeView | CouldNotFinishView,
 
     ``template_dir`` overrides the templates shipped in the top-level ``templates/``.
     """
+    import jinja2
+
     template = (TOO_LARGE_TEMPLATE if isinstance(view, TooLargeView)
                 else COULD_NOT_FINISH_TEMPLATE if isinstance(view, CouldNotFinishView)
                 else TEMPLATE)
