@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spider.bench.store import repo_languages
 from spider.eval.metrics import dedupe, score_instance
 from spider.ids import normalise_id
 from spider.llm.reader import mix_pointwise
@@ -123,17 +124,6 @@ def sweep(rows: Sequence[Mapping[str, Any]], method: str = "llm-read",
     return out
 
 
-def languages(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """Each repository's language: that of most files its fixes edit (as the benchmark's
-    per-language tables count it)."""
-    from spider.bench.store import language_of
-
-    truths: dict[str, list[str]] = defaultdict(list)
-    for r in rows:
-        truths[r["repo"]] += r.get("gt") or []
-    return {repo: language_of(ids) for repo, ids in truths.items()}
-
-
 def _table(found: Sequence[MethodFigures]) -> list[str]:
     lines = [
         "| method | n | R@1 | R@5 | R@20 | MRR@20 | admitted (right) | evicted (right) | η | τ "
@@ -171,7 +161,7 @@ def markdown(rows: Sequence[Mapping[str, Any]], *, methods: Sequence[str] | None
         for w, ms in sw.items():
             lines.append(f"| {w:g} | " + " | ".join(_f(ms[k]) for k in METRICS) + " |")
     if per_language:
-        language = languages(_scored(rows))
+        language = repo_languages(_scored(rows))
         groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
         for r in rows:
             if r["repo"] in language:

@@ -15,7 +15,7 @@ import json
 import os
 import platform
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from statistics import fmean
 from typing import TYPE_CHECKING, Any
@@ -216,6 +216,14 @@ def language_of(function_ids: Sequence[str]) -> str:
     return max(sorted(counts), key=counts.__getitem__) if counts else "unknown"
 
 
+def repo_languages(rows: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each repository's language: :func:`language_of` all the ground truths of its rows."""
+    truths: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        truths[r["repo"]] += r.get("gt") or []
+    return {repo: language_of(ids) for repo, ids in truths.items()}
+
+
 def _recorded(rows: list[dict[str, Any]], key: str) -> list[str]:
     """The distinct values of one setting record (``encoder_delta``, ``cross_encoder``:
     digests) over the predictions, when any was set."""
@@ -248,10 +256,7 @@ def summarise(
     overall: dict[str, Any] = {}
     per_repo: dict[str, dict[str, Any]] = {}
     per_language: dict[str, dict[str, Any]] = {}
-    truths: dict[str, list[str]] = defaultdict(list)
-    for r in kept:
-        truths[r["repo"]] += r.get("gt") or []
-    language = {repo: language_of(ids) for repo, ids in truths.items()}
+    language = repo_languages(kept)
     for name in names:
         mine = [r for r in kept if r["method"] == name]
         overall[name] = _group(mine)
