@@ -339,6 +339,9 @@ def locate(
         if links is not None and links.note:
             _note(links.note)
         ranked_rev = links.rev if links is not None else rev
+        from spider.retrieve.dense import preload_query_encoder
+
+        preload_query_encoder(settings)  # its load overlaps the imports and the index's
         from spider.localize import locate as run_locate
 
         with terminal_progress(not quiet) as progress:

@@ -261,11 +261,44 @@ class Encoder:
         """One unit-norm vector for a query (see :meth:`encode_queries`)."""
         return self.encode_queries([text])[0]
 
+    def query_backend(self) -> str:
+        """The backend queries run on: a torch-bf16 encoder's go through ONNX fp32 (torch
+        where the model is a hub name, with no local directory to export from)."""
+        backend = QUERY_BACKEND.get(self.backend)
+        if backend is None:
+            return self.backend
+        return backend if onnx_exportable(self.model_name) else "torch"
+
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Unit-norm vectors for queries, one row each (never cached: issues are one-off; a
         torch-bf16 encoder embeds them through ONNX fp32)."""
-        backend = QUERY_BACKEND.get(self.backend)
-        if backend is not None and not onnx_exportable(self.model_name):
-            backend = "torch"  # a hub model: no local directory to export ONNX from
-        vecs = self._embed([self._clip(t) for t in texts], backend)
+        vecs = self._embed([self._clip(t) for t in texts], self.query_backend())
         return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)
+
+    def preload_queries(self) -> threading.Thread | None:
+        """Start loading the query model in the background where it is an ONNX graph already
+        exported (see :func:`~spider.retrieve.onnx_encoder.preload_onnx_model`); None
+        otherwise, and with tuned weights (merging them writes files: left to a real use).
+        Nothing is embedded and the cache is not read."""
+        backend = self.query_backend()
+        if backend in TORCH_BACKENDS or self.delta is not None:
+            return None
+        from spider.retrieve.onnx_encoder import preload_onnx_model
+
+        return preload_onnx_model(
+            self.model_dir(), str(self.export_dir), self.max_seq_length, backend
+        )
+
+
+def preload_query_encoder(settings: EngineSettings) -> threading.Thread | None:
+    """Begin loading the query encoder ``settings`` configure in a background thread, so a
+    new process that answers one issue overlaps the model's load with reading its index
+    (see :meth:`Encoder.preload_queries`). Returns the thread, or None where nothing starts
+    (a BM25-only first stage embeds no query)."""
+    if settings.first_stage == "bm25":
+        return None
+    try:
+        return Encoder.from_settings(settings, None).preload_queries()
+    except ModelLoadError as exc:  # the query itself reports it, with its context
+        log.debug("not preloading the query encoder: %s", exc)
+        return None

@@ -275,12 +275,44 @@ class OnnxModel:
         return (pooled / np.clip(norm, 1e-12, None)).astype(np.float32)
 
 
+# One session is made at a time: a caller that asks while another thread makes the same one
+# (see :func:`preload_onnx_model`) waits for it instead of making a second.
+_SESSION_LOCK = threading.Lock()
+
+
 def load_onnx_model(model_dir: str, cache_dir: str, max_seq_length: int, backend: str) -> OnnxModel:
     """The ONNX model of ``model_dir`` for ``backend`` (exported on first use), once per
     process and graph folder (cache directories linking one export share one session)."""
     folder = onnx_paths(Path(model_dir), Path(cache_dir))[0].parent
     where = str(folder.resolve()) if folder.exists() else cache_dir
-    return _load_onnx_model(model_dir, where, cache_dir, max_seq_length, backend)
+    with _SESSION_LOCK:
+        return _load_onnx_model(model_dir, where, cache_dir, max_seq_length, backend)
+
+
+def preload_onnx_model(
+    model_dir: str, cache_dir: str, max_seq_length: int, backend: str
+) -> threading.Thread | None:
+    """Start making the session of an already exported graph in a thread and return it
+    (None when there is no exported graph: exporting is left to the first real use). The
+    thread is not a daemon: a process that ends sooner waits for it rather than tearing
+    ONNX Runtime down under it.
+
+    ONNX Runtime releases the GIL while it builds a session (0.1-0.2 s for MiniLM), so a
+    new process that reads its index meanwhile has the session when its first query needs
+    it. A failure here is only logged: the caller's own :func:`load_onnx_model` raises it."""
+    fp32, int8 = onnx_paths(Path(model_dir), Path(cache_dir))
+    if backend not in ONNX_BACKENDS or not (fp32.exists() and int8.exists()):
+        return None
+
+    def run() -> None:
+        try:
+            load_onnx_model(model_dir, cache_dir, max_seq_length, backend)
+        except Exception as exc:  # reported again where the model is used
+            log.debug("preloading the ONNX encoder failed: %s", exc)
+
+    thread = threading.Thread(target=run, name="spider-onnx-preload")
+    thread.start()
+    return thread
 
 
 @lru_cache(maxsize=4)

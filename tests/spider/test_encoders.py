@@ -17,8 +17,14 @@ from spider.index import build_index
 from spider.localize import locate
 from spider.models import Issue, PartialIndex
 from spider.retrieve.cache import EmbeddingCache, SqlEmbeddingCache, open_cache
-from spider.retrieve.dense import BACKENDS, Encoder, bundled_model_path, encoder_model_id
-from spider.retrieve.onnx_encoder import export_onnx
+from spider.retrieve.dense import (
+    BACKENDS,
+    Encoder,
+    bundled_model_path,
+    encoder_model_id,
+    preload_query_encoder,
+)
+from spider.retrieve.onnx_encoder import export_onnx, load_onnx_model
 from spider.settings import EngineSettings
 from spider.source import GitSource
 from tests.spider.bench.helpers import commit_files, init_repo
@@ -118,6 +124,36 @@ def test_a_bf16_encoder_embeds_its_queries_in_fp32(exported: Path) -> None:
     assert np.array_equal(bf16.encode_query(query), fp32.encode_query(query))
 
 
+@pytest.mark.parametrize("backend", ["onnx", "torch-bf16"])
+def test_the_query_model_loads_in_the_background_once(
+    exported: Path, tmp_path: Path, backend: str
+) -> None:
+    cache = _cache_dir(exported, tmp_path / "c")
+    settings = EngineSettings(cache_dir=cache, onnx_dir=cache, encoder=backend, max_seq_length=96)
+    thread = preload_query_encoder(settings)
+    assert thread is not None
+    thread.join()
+    first = load_onnx_model(bundled_model_path(), str(cache), 96, "onnx")
+    # the session the thread made is the one the query uses: none is made twice
+    assert load_onnx_model(bundled_model_path(), str(cache), 96, "onnx") is first
+    query = Encoder.from_settings(settings, None).encode_query("Session.send hangs")
+    plain = Encoder("", 96, None, backend="onnx", export_dir=exported).encode_query(
+        "Session.send hangs"
+    )
+    assert np.array_equal(query, plain)
+
+
+def test_nothing_is_preloaded_where_no_query_is_embedded_or_nothing_is_exported(
+    exported: Path, tmp_path: Path
+) -> None:
+    cache = _cache_dir(exported, tmp_path / "c")
+    assert preload_query_encoder(EngineSettings(onnx_dir=cache, first_stage="bm25")) is None
+    assert preload_query_encoder(EngineSettings(onnx_dir=cache, encoder="torch")) is None
+    empty = tmp_path / "empty"  # never exported: the first real use exports, not a thread
+    assert preload_query_encoder(EngineSettings(onnx_dir=empty, encoder="onnx")) is None
+    assert not (empty / "models").exists()
+
+
 def test_the_cache_never_mixes_backends(exported: Path, tmp_path: Path) -> None:
     ids = {encoder_model_id("", 128, b) for b in BACKENDS}
     assert len(ids) == len(BACKENDS) == 4
@@ -162,8 +198,9 @@ def test_the_cold_path_embeds_only_its_pool_and_says_so(
     assert index.stats["partial_index"] is True and "embedded" not in index.stats
     loc = locate(index, ISSUE, settings)
     assert len(loc.hits) == min(settings.k, len(index.function_ids))
-    assert loc.settings.partial == PartialIndex(embedded_functions=pool,
-                                                functions=len(index.function_ids))
+    assert loc.settings.partial == PartialIndex(
+        embedded_functions=pool, functions=len(index.function_ids)
+    )
     assert loc.settings.to_dict()["partial_index"] is True
     assert index.encoder().embedded == pool  # the query is not counted: it is not cached
     assert any(h.id.endswith("Session.send") for h in loc.hits[:2])
