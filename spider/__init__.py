@@ -27,10 +27,12 @@ __all__ = [
     "count_source_files",
     "fix_paths",
     "history_depth",
+    "import_document_encoder",
     "locate",
     "match_fix",
     "normalise_id",
     "open_source",
+    "preload_query_encoder",
 ]
 
 _LAZY = {
@@ -47,10 +49,12 @@ _LAZY = {
     "count_source_files": "spider.graph",
     "fix_paths": "spider.fixes",
     "history_depth": "spider.rank.pool_rank",
+    "import_document_encoder": "spider.retrieve.dense",
     "locate": "spider.localize",
     "match_fix": "spider.fixes",
     "normalise_id": "spider.ids",
     "open_source": "spider.source",
+    "preload_query_encoder": "spider.retrieve.dense",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,6 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from spider.localize import locate
     from spider.models import Hit, Issue, Localization, Reason
     from spider.rank.pool_rank import history_depth
+    from spider.retrieve.dense import import_document_encoder, preload_query_encoder
     from spider.settings import EngineSettings
     from spider.source import GIT_ENV, SourceTree, open_source
 

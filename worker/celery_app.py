@@ -13,6 +13,7 @@ run Redis with ``appendonly yes`` (docs/reliability.md).
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from celery import Celery, signals
@@ -75,6 +76,28 @@ def _check_settings(**_: Any) -> None:
         log.critical("worker cannot start: %s", exc)
         raise SystemExit(2) from exc  # Celery logs and swallows Exceptions raised here
     log.info("worker settings checked")
+    _import_document_encoder(log)
+
+
+def _import_document_encoder(log: logging.Logger) -> None:
+    """Import the document encoder's libraries in the main process, before the pool forks:
+    every child then has them (shared pages), and a first answer on a never-indexed
+    repository does not wait about 5 s for torch (with the torch backends only)."""
+    import spider
+
+    t0 = time.perf_counter()
+    if spider.import_document_encoder(get_settings().engine):
+        log.info("document encoder imported in %.1f s", time.perf_counter() - t0)
+
+
+@signals.worker_process_init.connect
+def _preload_query_encoder(**_: Any) -> None:
+    """Make this pool process's query encoder session in the background (ONNX Runtime's
+    threads cannot cross a fork, so each process makes its own): the first warm answer
+    does not wait for it."""
+    import spider
+
+    spider.preload_query_encoder(get_settings().engine)
 
 
 _redelivery: list[Any] = []  # the timers of this worker's main process

@@ -367,6 +367,18 @@ class DevStack:
         extra = {"redis_sentinel_master": master} if master else {}
         return AppSettings(redis_url=self.redis_url or "", **extra)
 
+    def wait_workers_ready(self, timeout_s: float = 120.0) -> None:
+        """Block until every worker has logged Celery's "ready." line (its pool started and
+        its queues consumed), as a deployed worker is before the issues it answers."""
+        deadline = time.monotonic() + timeout_s
+        for name in self.worker_names:
+            while not any(r.get("logger") == "celery.apps.worker"
+                          and str(r.get("msg", "")).endswith(" ready.")
+                          for r in self.log_records(name)):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} not ready in {timeout_s} s:\n{self.log_tail(name)}")
+                time.sleep(0.1)
+
     def log_records(self, name: str) -> list[dict[str, Any]]:
         """The JSON lines of a component's log (other lines are left out)."""
         path = self.workdir / f"{name}.log"

@@ -302,3 +302,22 @@ def preload_query_encoder(settings: EngineSettings) -> threading.Thread | None:
     except ModelLoadError as exc:  # the query itself reports it, with its context
         log.debug("not preloading the query encoder: %s", exc)
         return None
+
+
+def import_document_encoder(settings: EngineSettings) -> bool:
+    """Import the libraries the document encoder ``settings`` configure runs on, nothing
+    more: torch and sentence-transformers for the torch backends (about 5 s, most of a
+    first answer's embedding on a CPU with bf16); ONNX needs no import worth doing ahead.
+    No model is loaded and no thread started, so a process may fork after it and its
+    children share what was imported. Returns whether anything was imported."""
+    if settings.encoder not in TORCH_BACKENDS:
+        return False
+    silence_progress_bars()
+    try:
+        import sentence_transformers  # noqa: F401 - imported for its side effect alone
+    except ImportError as exc:  # reported where the encoder is used
+        log.debug("not importing the document encoder: %s", exc)
+        return False
+    silence_progress_bars()  # what importing it imported read the environment
+    return True
+

@@ -10,8 +10,9 @@ into a work directory and served as ``acme/<name>`` from there, its default bran
 docs/install.md recommends: one worker on ``-Q spider`` (issues), one on
 ``-Q spider-index,spider-fixes``. Phases, in this order:
 
-- ``cold``: never indexed, empty cache. One issue: the time to its first comment (from a
-  partial index), then until the full index is recorded and the comment edited.
+- ``cold``: never indexed, empty cache, the workers started and ready (as deployed ones
+  are). One issue: the time to its first comment (from a partial index), then until the
+  full index is recorded and the comment edited.
 - ``warm``: the repository indexed at its head; ``--samples`` issues, one at a time.
 - ``pushed``: indexed at an older commit: for each sample the branch moves one commit
   forward, the push is delivered, then the issue at once (the index job runs meanwhile).
@@ -146,6 +147,7 @@ def run(source: Path, workdir: Path, *, samples: int, phases: list[str], behind:
     with DevStack(workdir, env=env, workers=2,
                   worker_queues={"worker": "spider", "worker2": "spider-index,spider-fixes"}) as stack:
         stack.add_repo(repo, path)
+        stack.wait_workers_ready(timeout_s)  # a deployed worker starts before the issue comes
         bench = Bench(stack, repo, path, ISSUES.get(name, DEFAULT_ISSUE))
         if "cold" in phases:
             first, _, number = bench.issue_latency(timeout_s)

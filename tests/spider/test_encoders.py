@@ -154,6 +154,24 @@ def test_nothing_is_preloaded_where_no_query_is_embedded_or_nothing_is_exported(
     assert not (empty / "models").exists()
 
 
+@pytest.mark.parametrize(("backend", "imported"), [("torch-bf16", True), ("onnx", False)])
+def test_the_document_encoder_imports_ahead_only_on_torch(backend: str, imported: bool) -> None:
+    script = textwrap.dedent(
+        f"""
+        import json, sys, threading
+        from spider import EngineSettings, import_document_encoder
+        did = import_document_encoder(EngineSettings(encoder={backend!r}))
+        print(json.dumps([did, "sentence_transformers" in sys.modules,
+                          threading.active_count()]))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    # nothing loaded or started: a process may fork after it
+    assert json.loads(done.stdout) == [imported, imported, 1]
+
+
 def test_the_cache_never_mixes_backends(exported: Path, tmp_path: Path) -> None:
     ids = {encoder_model_id("", 128, b) for b in BACKENDS}
     assert len(ids) == len(BACKENDS) == 4
