@@ -10,8 +10,8 @@ into a work directory and served as ``acme/<name>`` from there, its default bran
 docs/install.md recommends: one worker on ``-Q spider`` (issues), one on
 ``-Q spider-index,spider-fixes``. Phases, in this order:
 
-- ``cold``: never indexed, empty cache, the workers started and ready (as deployed ones
-  are). One issue: the time to its first comment (from a partial index), then until the
+- ``cold``: never indexed, empty cache, the workers started and ready and the ONNX graphs
+  exported (as a deployed image's are). One issue: the time to its first comment (from a partial index), then until the
   full index is recorded and the comment edited.
 - ``warm``: the repository indexed at its head; ``--samples`` issues, one at a time.
 - ``pushed``: indexed at an older commit: for each sample the branch moves one commit
@@ -142,6 +142,10 @@ def run(source: Path, workdir: Path, *, samples: int, phases: list[str], behind:
     _git(path, "update-ref", "refs/heads/main", history[0])
     _git(path, "symbolic-ref", "HEAD", "refs/heads/main")
     env = {"SPIDER_LOG_JSON": "true", **extra_env}
+    if "SPIDER_ONNX_DIR" not in env:  # exported ahead, as the image does when it is built
+        env["SPIDER_ONNX_DIR"] = str(workdir / "onnx")
+        subprocess.run([sys.executable, "-m", "spider.cli", "model", "export"], check=True,
+                       env={**os.environ, **env}, capture_output=True)
     out: dict[str, Any] = {"repo": str(source), "env": extra_env, "cpus": os.cpu_count(),
                            "load_before": os.getloadavg()[0]}
     with DevStack(workdir, env=env, workers=2,
