@@ -420,6 +420,12 @@ def speed(
         str | None,
         typer.Option(help="a command to time as one more row (e.g. a webhook replay)"),
     ] = None,
+    index_encoders: Annotated[
+        str,
+        typer.Option(help="document encoders whose full index, cold path and warm answers "
+                          "are measured, one after the other (e.g. auto,onnx; default: the "
+                          "configured one)"),
+    ] = "",
 ) -> None:
     """Encoder throughput (fp32 vs int8), cold index, cold path, warm load, query p50/p99,
     warm CLI wall: one run, one machine, the load average beside every figure."""
@@ -440,6 +446,8 @@ def speed(
             queries=queries,
             issue_texts=texts,
             hook=hook,
+            index_encoders=[EngineSettings(encoder=e.strip()).encoder
+                            for e in index_encoders.split(",") if e.strip()],
             log=lambda m: typer.echo(m, err=True),
         )
     except SpiderError as exc:

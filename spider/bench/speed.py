@@ -130,14 +130,16 @@ def measure_speed(
     queries: int = DEFAULT_QUERIES,
     issue_texts: Sequence[str] = (),
     hook: str | None = None,
+    index_encoders: Sequence[str] = (),
     log: Callable[[str], None] = lambda _m: None,
 ) -> SpeedRun:
     """Measure one repository commit (see the module docstring); ``work`` holds the caches.
+    The index phases run once per document encoder of ``index_encoders`` (default: the
+    configured one), each row then naming its encoder.
 
-    Long because it is a linear script of timed phases (cold, warm, pushed), each timing read
-    right after its step."""
+    Long because it is a linear script of timed phases (export, graph, each backend's
+    throughput), each timing read right after its step."""
     from spider.index import build_index
-    from spider.localize import locate
     from spider.retrieve.dense import Encoder, settings_delta
     from spider.retrieve.onnx_encoder import export_onnx
     from spider.source import GitSource
@@ -191,16 +193,75 @@ def measure_speed(
                 texts=len(texts), rounds=ROUNDS)
         log(f"threads not spinning / spinning {ratio:.2f}")
 
+    issues = _issues(issue_texts, max(queries, 1), [f.split(":")[-1] for f in index.function_ids])
+    encoders = list(index_encoders) or [base.encoder]
+    for encoder in encoders:
+        tag = f" [{encoder}]" if len(encoders) > 1 else ""
+        _index_rows(run, repo, commit, base.model_copy(update={"encoder": encoder}),
+                    _PhaseDirs(work, export, main, encoder if tag else ""), issues,
+                    full=full, queries=queries, tag=tag, log=log)  # fmt: skip
+    if hook:
+        done, secs = _timed(lambda: subprocess.run(hook, shell=True, check=False))
+        run.add("hook", secs, "s", command=hook, returncode=done.returncode)
+    return run
+
+
+@dataclass(frozen=True)
+class _PhaseDirs:
+    """Where one encoder's phases keep their caches: ``main`` (graph and BM25 measured
+    there first) shared by a run of one encoder, a copy of its graphs for each of several."""
+
+    work: Path
+    export: Path
+    main: Path
+    name: str = ""
+
+    def index_cache(self) -> Path:
+        if not self.name:
+            return self.main
+        d = _fresh_cache(self.work, f"main-{self.name}", self.export)
+        shutil.copytree(self.main / "graphs", d / "graphs")
+        return d
+
+    def cold_cache(self) -> Path:
+        d = _fresh_cache(self.work, f"cold-{self.name}" if self.name else "cold", self.export)
+        shutil.copytree(self.main / "graphs", d / "graphs")  # the graph's cost is its own row
+        return d
+
+
+def _index_rows(
+    run: SpeedRun,
+    repo: Path,
+    commit: str,
+    base: EngineSettings,
+    dirs: _PhaseDirs,
+    issues: list[Issue],
+    *,
+    full: bool,
+    queries: int,
+    tag: str,
+    log: Callable[[str], None],
+) -> None:
+    """One document encoder's rows: the full cold index, the cold path's first ranking,
+    the warm load, the history window, query percentiles and a warm CLI run (``tag`` names
+    the encoder in each row when a run measures several).
+
+    Long because it is a linear script of timed phases, each timing read right after its
+    step."""
+    from spider.index import build_index
+    from spider.localize import locate
+    from spider.source import GitSource
+
+    main = dirs.index_cache()
+    settings = base.model_copy(update={"cache_dir": main, "cold_pool": 0})
+    index = build_index(GitSource(repo, commit), settings, embed=False)
     if full:
         _, secs = _timed(index.vectors)
         run.add(f"full cold index: embed all ({base.encoder})", secs, "s",
                 functions=run.functions, per_second=round(run.functions / secs, 1) if secs else None)  # fmt: skip
         log(f"full embed {secs:.1f} s")
 
-    issues = _issues(issue_texts, max(queries, 1), [f.split(":")[-1] for f in index.function_ids])
-
-    cold_dir = _fresh_cache(work, "cold", export)
-    shutil.copytree(main / "graphs", cold_dir / "graphs")  # the graph's cost is the row above
+    cold_dir = dirs.cold_cache()
     pool = base.cold_pool or DEFAULT_COLD_POOL
     cold_settings = base.model_copy(update={"cache_dir": cold_dir, "cold_pool": pool})
 
@@ -210,35 +271,32 @@ def measure_speed(
 
     loc, secs = _timed(first_ranking)
     graph_s = next(s.value for s in run.steps if s.name.startswith("graph")) or 0.0
-    run.add("cold path: first ranking (graph cached)", secs, "s", pool=pool,
+    run.add(f"cold path: first ranking (graph cached){tag}", secs, "s", pool=pool,
             partial=loc.settings.partial is not None,
             whole=embeds_whole(run.functions, pool))  # fmt: skip
-    run.add("cold path: first ranking incl. graph", secs + graph_s, "s")
+    run.add(f"cold path: first ranking incl. graph{tag}", secs + graph_s, "s")
     log(f"cold first ranking {secs:.1f} s")
 
     if full:
         warm, secs = _timed(lambda: build_index(GitSource(repo, commit), settings))
-        run.add("warm index load (in process)", secs, "s", vectors=warm.stats.get("vectors_from"))
-        _history_rows(run, repo, commit, settings)
+        run.add(f"warm index load (in process){tag}", secs, "s",
+                vectors=warm.stats.get("vectors_from"))  # fmt: skip
+        _history_rows(run, repo, commit, settings, tag)
         warm_settings = settings
         lat = []
         locate(warm, issues[0], warm_settings)  # the query encoder's load is not a query
         for issue in issues[:queries]:
             _, secs = _timed(lambda issue=issue: locate(warm, issue, warm_settings))
             lat.append(secs)
-        run.add("query p50", float(np.percentile(lat, 50)), "s", n=len(lat))
-        run.add("query p99", float(np.percentile(lat, 99)), "s", n=len(lat))
+        run.add(f"query p50{tag}", float(np.percentile(lat, 50)), "s", n=len(lat))
+        run.add(f"query p99{tag}", float(np.percentile(lat, 99)), "s", n=len(lat))
         log(f"query p50 {np.percentile(lat, 50):.2f} s")
         wall, cpu = _cli_wall(repo, commit, main, issues[0], base)
-        run.add("warm CLI locate (new process): wall", wall, "s", encoder=base.encoder)
-        run.add("warm CLI locate (new process): CPU user+sys", cpu, "s")
+        run.add(f"warm CLI locate (new process): wall{tag}", wall, "s", encoder=base.encoder)
+        run.add(f"warm CLI locate (new process): CPU user+sys{tag}", cpu, "s")
         imports, heavy = _cli_imports(repo, commit, main, issues[0], base)
-        run.add("warm CLI locate (new process): imports", imports, "s",
+        run.add(f"warm CLI locate (new process): imports{tag}", imports, "s",
                 heavy=",".join(heavy) or "none")
-    if hook:
-        done, secs = _timed(lambda: subprocess.run(hook, shell=True, check=False))
-        run.add("hook", secs, "s", command=hook, returncode=done.returncode)
-    return run
 
 
 ROUNDS = 3  # alternate bundled and tuned runs this many times; the best of each counts
@@ -292,7 +350,9 @@ def _spinning_ratio(
     return best[1] / best[0] if best[0] else 0.0
 
 
-def _history_rows(run: SpeedRun, repo: Path, commit: str, settings: EngineSettings) -> None:
+def _history_rows(
+    run: SpeedRun, repo: Path, commit: str, settings: EngineSettings, tag: str = ""
+) -> None:
     """The history window as a query reads it: from the commits' cached parses (what each
     new process did before the snapshot was kept) and from the kept snapshot."""
     from spider.index import build_index
@@ -304,7 +364,7 @@ def _history_rows(run: SpeedRun, repo: Path, commit: str, settings: EngineSettin
         index = build_index(GitSource(repo, commit), settings)
         history, secs = _timed(index.history)
         history.scores("speed")  # its BM25 over the messages: built, then read back
-        run.add(name, secs, "s", commits=history.commits)
+        run.add(name + tag, secs, "s", commits=history.commits)
 
 
 def _cli_env(cache: Path, settings: EngineSettings) -> dict[str, str]:

@@ -59,3 +59,21 @@ def test_speed_compares_a_tuned_delta_with_the_bundled_weights_in_one_run(tmp_pa
     )  # fmt: skip
     ratio = {s.name: s for s in run.steps}["tuned / bundled onnx"]
     assert ratio.unit == "x" and ratio.value > 0 and ratio.detail["texts"] == 4
+
+
+def test_speed_measures_the_index_phases_of_each_encoder_in_one_run(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    sha = commit_files(repo, CODE, "base")
+    run = measure_speed(
+        repo, sha, base=EngineSettings(encoder="onnx", cold_pool=4), work=tmp_path / "work",
+        backends=["onnx"], sample=4, queries=2, issue_texts=["f3 returns the wrong value"],
+        index_encoders=["onnx-int8", "onnx"],
+    )  # fmt: skip
+    by_name = {s.name: s for s in run.steps}
+    for encoder in ("onnx-int8", "onnx"):
+        assert by_name[f"full cold index: embed all ({encoder})"].detail["functions"] == 12
+        assert by_name[f"cold path: first ranking (graph cached) [{encoder}]"].value is not None
+        assert by_name[f"warm index load (in process) [{encoder}]"].detail["vectors"] == "matrix"
+        assert by_name[f"warm CLI locate (new process): wall [{encoder}]"].detail["encoder"] == encoder
+        assert by_name[f"warm CLI locate (new process): imports [{encoder}]"].detail["heavy"] == "none"
+    assert "query p50" not in by_name  # every index row names its encoder
