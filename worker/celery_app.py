@@ -69,6 +69,7 @@ def _setup_logging(**_: Any) -> None:
 @signals.worker_init.connect
 def _check_settings(**_: Any) -> None:
     """Fail fast at start when the app's identity or limits are missing or wrong."""
+    _setup_logging()  # Celery sets logging up only after this signal: its lines would be lost
     log = logging.getLogger(__name__)
     try:
         get_settings().check_worker()

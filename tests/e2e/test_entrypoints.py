@@ -1,5 +1,5 @@
-"""The shipped commands, run as processes: the replay command's whole path, and the bot and
-worker refusing to start without their secrets."""
+"""The shipped commands, run as processes: the replay command's whole path, the bot and
+worker refusing to start without their secrets, and what a worker does as it starts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from spider.settings import EngineSettings
 from spider_devkit import replay
+from spider_devkit.devstack import DevStack
 from tests.worker.helpers import git, make_repo
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -58,3 +60,15 @@ def test_worker_refuses_to_start_without_the_app_identity(tmp_path: Path) -> Non
                            "--pool", "solo"], env=env, capture_output=True, text=True, timeout=60,
                           cwd=tmp_path)
     assert proc.returncode != 0 and "SPIDER_GITHUB_APP_ID is missing" in proc.stdout + proc.stderr
+
+
+def test_a_worker_logs_its_start_and_imports_a_torch_encoder_before_its_pool_forks(
+    stack: DevStack,
+) -> None:
+    stack.wait_workers_ready()
+    messages = [str(r.get("msg", "")) for r in stack.log_records("worker")]
+    assert "worker settings checked" in messages  # logged before Celery sets logging up
+    # documents embedded through torch (bf16 where the CPU has it): imported ahead, once
+    torch_documents = EngineSettings().encoder in ("torch", "torch-bf16")
+    imported = [m for m in messages if m.startswith("document encoder imported in ")]
+    assert bool(imported) == torch_documents, messages[:20]
