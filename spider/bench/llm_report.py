@@ -101,7 +101,10 @@ def figures(rows: Sequence[Mapping[str, Any]]) -> list[MethodFigures]:
 def sweep(rows: Sequence[Mapping[str, Any]], method: str = "llm-read",
           weights: Sequence[float] = SWEEP) -> dict[float, dict[str, float]]:
     """The reader's metrics at each weight, re-mixing the recorded verdicts of ``method``
-    over the :data:`BASELINE` list of the same instance (what the reader read)."""
+    over the :data:`BASELINE` list of the same instance: its head that holds the read
+    functions is re-sorted, the rest keeps its place. An estimate: the run reads the list
+    before the tidy pass (which folds and pins named functions), this the list after it,
+    so the ``method`` row itself is the figure at the weight it ran with."""
     scored = _scored(rows)
     base = {r["instance_id"]: r for r in scored if r["method"] == BASELINE}
     reads = [r for r in scored if r["method"] == method and r.get("llm")]
@@ -113,7 +116,11 @@ def sweep(rows: Sequence[Mapping[str, Any]], method: str = "llm-read",
             if b is None:
                 continue
             verdicts = r["llm"].get("verdicts") or {}
-            order = mix_pointwise(b["ranked_ids"], verdicts, w)
+            # only the head it read is re-sorted, the rest keeps its place (as
+            # spider.localize.read_head does): a "no" never sinks a function below one unread
+            ranked_ids = b["ranked_ids"]
+            depth = sum(1 for i in ranked_ids[: len(verdicts)] if i in verdicts)
+            order = mix_pointwise(ranked_ids[:depth], verdicts, w) + list(ranked_ids[depth:])
             # the dataset's id of each listed function (rows before it was recorded: the
             # string-level normalisation, which misses the dataset's nesting rule)
             mapped = dict(zip(b["ranked_ids"], b.get("dataset_ids") or [], strict=False))

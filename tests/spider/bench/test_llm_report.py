@@ -74,3 +74,14 @@ def test_the_methods_option_and_the_per_language_tables() -> None:
     assert "| `llm-read` | 1 | 0.500 | 0.500 | 0.500 | 1.000 |" in "\n".join(python_rows)
     go_rows = lines[lines.index("go:"):][:6]
     assert any(line.startswith("| `no-llm` | 1 | 0.000 |") for line in go_rows)
+
+
+def test_the_sweep_re_sorts_only_the_head_the_reader_read() -> None:
+    base = ["c.rs:a", "c.rs:b", "c.rs:c"]  # the reader read the top 2 only; the fix is c
+    rows = [
+        row("c-1", "o/c", "no-llm", base, ["c.rs:c"]),
+        row("c-1", "o/c", "llm-read", base, ["c.rs:c"],
+            llm={"usage": usage(10.0, 100, 0), "verdicts": {"c.rs:a": -3.0, "c.rs:b": -3.0}}),
+    ]
+    # two firm "no"s never sink the read functions below the unread c (the run's list)
+    assert sweep(rows)[3.0]["MRR@20"] == 1 / 3
