@@ -217,15 +217,15 @@ class _PhaseDirs:
     name: str = ""
 
     def index_cache(self) -> Path:
-        if not self.name:
-            return self.main
-        d = _fresh_cache(self.work, f"main-{self.name}", self.export)
-        shutil.copytree(self.main / "graphs", d / "graphs")
-        return d
+        return self._with_graphs(f"main-{self.name}") if self.name else self.main
 
     def cold_cache(self) -> Path:
-        d = _fresh_cache(self.work, f"cold-{self.name}" if self.name else "cold", self.export)
-        shutil.copytree(self.main / "graphs", d / "graphs")  # the graph's cost is its own row
+        return self._with_graphs(f"cold-{self.name}" if self.name else "cold")
+
+    def _with_graphs(self, name: str) -> Path:
+        """A fresh cache holding ``main``'s graphs: the graph's cost is its own row."""
+        d = _fresh_cache(self.work, name, self.export)
+        shutil.copytree(self.main / "graphs", d / "graphs")
         return d
 
 

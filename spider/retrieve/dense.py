@@ -100,21 +100,27 @@ def silence_progress_bars() -> None:
         tf_logging.disable_progress_bar()
 
 
+def _sentence_transformers() -> Any:
+    """The ``sentence_transformers`` module, imported with third-party progress bars off
+    (before, and again after: what importing it imported read the environment)."""
+    silence_progress_bars()
+    import sentence_transformers
+
+    silence_progress_bars()
+    return sentence_transformers
+
+
 @lru_cache(maxsize=4)
 def load_model(name: str, max_seq_length: int) -> Any:
     """Load (once per process) a sentence-transformers model; empty name = bundled MiniLM
     (a local directory, such as the tuned one, loads offline too)."""
     with _LOAD_LOCK:
         try:
-            silence_progress_bars()
-            from sentence_transformers import SentenceTransformer
-
-            silence_progress_bars()  # what importing it imported read the environment
-
+            st = _sentence_transformers()
             if not name or Path(name).is_dir():
                 # The weights are on disk: forbid any hub access.
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            model = SentenceTransformer(name or bundled_model_path(), device="cpu")
+            model = st.SentenceTransformer(name or bundled_model_path(), device="cpu")
         except Exception as exc:  # sentence-transformers raises many types here
             raise ModelLoadError(
                 f"cannot load embedding model {name or 'bundled MiniLM'}: {exc}"
@@ -275,33 +281,28 @@ class Encoder:
         vecs = self._embed([self._clip(t) for t in texts], self.query_backend())
         return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)
 
-    def preload_queries(self) -> threading.Thread | None:
-        """Start loading the query model in the background where it is an ONNX graph already
-        exported (see :func:`~spider.retrieve.onnx_encoder.preload_onnx_model`); None
-        otherwise, and with tuned weights (merging them writes files: left to a real use).
-        Nothing is embedded and the cache is not read."""
-        backend = self.query_backend()
-        if backend in TORCH_BACKENDS or self.delta is not None:
-            return None
-        from spider.retrieve.onnx_encoder import preload_onnx_model
-
-        return preload_onnx_model(
-            self.model_dir(), str(self.export_dir), self.max_seq_length, backend
-        )
-
 
 def preload_query_encoder(settings: EngineSettings) -> threading.Thread | None:
     """Begin loading the query encoder ``settings`` configure in a background thread, so a
     new process that answers one issue overlaps the model's load with reading its index
-    (see :meth:`Encoder.preload_queries`). Returns the thread, or None where nothing starts
-    (a BM25-only first stage embeds no query)."""
+    (see :func:`~spider.retrieve.onnx_encoder.preload_onnx_model`). Returns the thread, or
+    None where nothing starts: a BM25-only first stage embeds no query, a torch query
+    model is not ONNX, and tuned weights are merged (files written) by a real use only."""
     if settings.first_stage == "bm25":
         return None
     try:
-        return Encoder.from_settings(settings, None).preload_queries()
+        encoder = Encoder.from_settings(settings, None)
     except ModelLoadError as exc:  # the query itself reports it, with its context
         log.debug("not preloading the query encoder: %s", exc)
         return None
+    backend = encoder.query_backend()
+    if backend in TORCH_BACKENDS or encoder.delta is not None:  # tuned: merging writes files
+        return None
+    from spider.retrieve.onnx_encoder import preload_onnx_model
+
+    return preload_onnx_model(
+        encoder.model_dir(), str(encoder.export_dir), encoder.max_seq_length, backend
+    )
 
 
 def import_document_encoder(settings: EngineSettings) -> bool:
@@ -312,12 +313,9 @@ def import_document_encoder(settings: EngineSettings) -> bool:
     children share what was imported. Returns whether anything was imported."""
     if settings.encoder not in TORCH_BACKENDS:
         return False
-    silence_progress_bars()
     try:
-        import sentence_transformers  # noqa: F401 - imported for its side effect alone
+        _sentence_transformers()
     except ImportError as exc:  # reported where the encoder is used
         log.debug("not importing the document encoder: %s", exc)
         return False
-    silence_progress_bars()  # what importing it imported read the environment
     return True
-

@@ -92,6 +92,11 @@ def onnx_paths(model_dir: Path, cache_dir: Path) -> tuple[Path, Path]:
     return d / "model.onnx", d / "model-int8.onnx"
 
 
+def exported(model_dir: Path, cache_dir: Path) -> bool:
+    """Whether both graphs of ``model_dir`` are in the cache (no export needed)."""
+    return all(p.exists() for p in onnx_paths(model_dir, cache_dir))
+
+
 def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tuple[Path, Path]:
     """Export ``model_dir``'s transformer to ONNX (fp32) and quantize it (int8), once.
 
@@ -103,7 +108,7 @@ def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tup
     """
     fp32, int8 = onnx_paths(model_dir, cache_dir)
     with _EXPORT_LOCK:
-        if fp32.exists() and int8.exists() and not force:
+        if exported(model_dir, cache_dir) and not force:
             return fp32, int8
         _check_layout(model_dir)
         fp32.parent.mkdir(parents=True, exist_ok=True)
@@ -300,8 +305,7 @@ def preload_onnx_model(
     ONNX Runtime releases the GIL while it builds a session (0.1-0.2 s for MiniLM), so a
     new process that reads its index meanwhile has the session when its first query needs
     it. A failure here is only logged: the caller's own :func:`load_onnx_model` raises it."""
-    fp32, int8 = onnx_paths(Path(model_dir), Path(cache_dir))
-    if backend not in ONNX_BACKENDS or not (fp32.exists() and int8.exists()):
+    if backend not in ONNX_BACKENDS or not exported(Path(model_dir), Path(cache_dir)):
         return None
 
     def run() -> None:
@@ -325,7 +329,7 @@ def _load_onnx_model(
     if not mdir.is_dir():
         raise ModelLoadError(f"the ONNX encoder needs a local model directory, not {model_dir!r}")
     fp32, int8 = onnx_paths(mdir, Path(cache_dir))
-    if not (fp32.exists() and int8.exists()):
+    if not exported(mdir, Path(cache_dir)):
         fp32, int8 = export_onnx(mdir, Path(cache_dir))
     try:
         return OnnxModel(int8 if backend == "onnx-int8" else fp32, mdir, max_seq_length)

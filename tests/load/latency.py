@@ -11,8 +11,8 @@ docs/install.md recommends: one worker on ``-Q spider`` (issues), one on
 ``-Q spider-index,spider-fixes``. Phases, in this order:
 
 - ``cold``: never indexed, empty cache, the workers started and ready and the ONNX graphs
-  exported (as a deployed image's are). One issue: the time to its first comment (from a partial index), then until the
-  full index is recorded and the comment edited.
+  exported (as a deployed image's are). One issue: the time to its first comment (from a
+  partial index), then until the full index is recorded and the comment edited.
 - ``warm``: the repository indexed at its head; ``--samples`` issues, one at a time.
 - ``pushed``: indexed at an older commit: for each sample the branch moves one commit
   forward, the push is delivered, then the issue at once (the index job runs meanwhile).

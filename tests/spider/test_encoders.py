@@ -216,9 +216,8 @@ def test_the_cold_path_embeds_only_its_pool_and_says_so(
     assert index.stats["partial_index"] is True and "embedded" not in index.stats
     loc = locate(index, ISSUE, settings)
     assert len(loc.hits) == min(settings.k, len(index.function_ids))
-    assert loc.settings.partial == PartialIndex(
-        embedded_functions=pool, functions=len(index.function_ids)
-    )
+    assert loc.settings.partial == PartialIndex(embedded_functions=pool,
+                                                functions=len(index.function_ids))
     assert loc.settings.to_dict()["partial_index"] is True
     assert index.encoder().embedded == pool  # the query is not counted: it is not cached
     assert any(h.id.endswith("Session.send") for h in loc.hits[:2])
