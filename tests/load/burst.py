@@ -40,7 +40,7 @@ import redis
 
 from bot.signature import sign
 from spider_devkit.devstack import INSTALLATION_ID, DevStack
-from tests.load.jobs import DONE, queued_jobs
+from tests.load.jobs import DONE, queued_jobs, queues_empty
 from tests.worker.helpers import git, make_repo
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -83,6 +83,7 @@ class Result:
     send_seconds: float = 0.0
     drain_seconds: float = 0.0
     outcomes: Counter[str] = field(default_factory=Counter)
+    reruns: Counter[str] = field(default_factory=Counter)  # issue jobs run again after an index
     metrics: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     machine: dict[str, Any] = field(default_factory=dict)
@@ -105,6 +106,7 @@ class Result:
             "drain_seconds": round(self.drain_seconds, 1),
             "answers": dict(sorted(self.answers.items())),
             "outcomes": dict(sorted(self.outcomes.items())),
+            "reruns": dict(sorted(self.reruns.items())),
             "metrics": self.metrics,
             "problems": self.problems,
             "machine": self.machine,
@@ -279,8 +281,37 @@ def drain(stack: DevStack, tasks: dict[str, str], timeout_s: float) -> dict[str,
         time.sleep(0.25)
 
 
+RERUN_SUFFIX = ":indexed"  # an issue job run again after its index (worker.tasks._run_again)
+
+
+def settle(stack: DevStack, timeout_s: float) -> dict[str, dict[str, Any]] | None:
+    """After the delivered jobs ended, wait until no job is left (the index jobs the issue
+    jobs asked for, and the issue jobs those ran again once the index was recorded): two
+    empty looks in a row. Return the reruns' outcomes by task id, or None on timeout."""
+    client = stack.redis_client()
+    deadline = time.monotonic() + timeout_s
+    try:
+        empty_looks = 0
+        while empty_looks < 2:
+            if time.monotonic() > deadline:
+                return None
+            empty_looks = empty_looks + 1 if queues_empty(client) else 0
+            time.sleep(0.5)
+        reruns: dict[str, dict[str, Any]] = {}
+        for key in client.scan_iter(match=f"celery-task-meta-*{RERUN_SUFFIX}", count=500):
+            meta = json.loads(client.get(key) or "{}")
+            name = key.decode() if isinstance(key, bytes) else key
+            value = meta.get("result")
+            reruns[name[len("celery-task-meta-"):]] = (
+                value if isinstance(value, dict) else {"status": "error", "reason": str(value)})
+        return reruns
+    finally:
+        client.close()
+
+
 def check(stack: DevStack, deliveries: list[Delivery], tasks: dict[str, str],
-          outcomes: dict[str, dict[str, Any]], result: Result) -> None:
+          outcomes: dict[str, dict[str, Any]], reruns: dict[str, dict[str, Any]] | None,
+          result: Result) -> None:
     """Every accepted job ended in one comment or an explicit skip; record what went wrong."""
     problems = result.problems
     if result.answers.get("5xx") or any(a.startswith("5") for a in result.answers):
@@ -288,6 +319,12 @@ def check(stack: DevStack, deliveries: list[Delivery], tasks: dict[str, str],
     missing = set(tasks) - set(outcomes)
     if missing:
         problems.append(f"{len(missing)} job(s) never ended")
+    if reruns is None:
+        problems.append("jobs still queued or running after the delivered ones ended")
+    for task, outcome in (reruns or {}).items():
+        result.reruns[outcome["status"]] += 1
+        if outcome["status"] not in DONE:
+            problems.append(f"rerun {task}: {outcome}")
     commented: set[str] = set()
     for task, outcome in outcomes.items():
         result.outcomes[outcome["status"]] += 1
@@ -342,7 +379,8 @@ def run_burst(workdir: Path, *, deliveries: int = 1000, workers: int = 2, sender
         started = time.perf_counter()
         outcomes = drain(stack, tasks, drain_timeout_s)
         result.drain_seconds = time.perf_counter() - started
-        check(stack, burst, tasks, outcomes, result)
+        reruns = settle(stack, drain_timeout_s)
+        check(stack, burst, tasks, outcomes, reruns, result)
         result.metrics = scrape_metrics(stack)
         _redis_ok(stack)
     return result
@@ -378,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"webhook answer time: p50 {s['latency_ms_p50']} ms, p99 {s['latency_ms_p99']} ms, "
               f"max {s['latency_ms_max']} ms ({args.senders} concurrent senders)")
         print(f"{s['jobs']} jobs drained by {args.workers} workers in {s['drain_seconds']} s "
-              f"after the burst: {s['outcomes']}")
+              f"after the burst: {s['outcomes']}; run again after an index: {s['reruns']}")
         print(f"answers: {s['answers']}")
         print(f"machine: {s['machine']}")
         print("problems: " + ("; ".join(s["problems"]) if s["problems"] else "none"))

@@ -13,6 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import redis
+
+from contract import pending
+
 DONE = ("created", "updated", "unchanged", "skipped")  # an issue job that ended as it should
 INDEX_DONE = ("indexed", "skipped")  # an index job that ended as it should (worker.indexing)
 QUEUED = "queued"  # the bot's answer when it published at least one job
@@ -40,3 +44,14 @@ def queued_jobs(delivery_id: str, answer: Mapping[str, Any]) -> list[QueuedJob]:
     if index_ids is not None:
         return [QueuedJob(str(t), delivery_id, index=True) for t in index_ids]
     return [QueuedJob(str(answer["task_id"]), delivery_id, index=False)]
+
+
+def queues_empty(client: redis.Redis) -> bool:
+    """No message waiting in any queue (every priority step), none unacknowledged, and no
+    job published and not ended (``contract.pending``). A job a worker publishes (the index
+    job an issue job asks for, the issue job an index job runs again) is queued before the
+    job that published it is acknowledged, so two empty looks in a row mean nothing is left."""
+    for key in client.scan_iter(match=pending.QUEUE_PATTERN, count=pending.SCAN_COUNT):
+        if client.type(key) == b"list" and client.llen(key):
+            return False
+    return not client.hlen(pending.UNACKED_KEY) and not client.hlen(pending.PENDING_KEY)

@@ -54,13 +54,12 @@ from typing import Any, ClassVar
 import httpx
 import redis
 
-from contract import pending
 from contract.jobs import FIX_QUEUE, INDEX_QUEUE, QUEUE
 from spider_devkit.devstack import INSTALLATION_ID, DevStack
 from spider_devkit.fake_github import Chaos, FakeDelivery, files_from_diff
 from tests.e2e.helpers import command_payload, issue_payload
 from tests.load.burst import _sample
-from tests.load.jobs import queued_jobs
+from tests.load.jobs import queued_jobs, queues_empty
 from tests.worker.helpers import make_repo
 from tests.worker.pg import PrivatePostgres
 
@@ -588,15 +587,6 @@ def sample(stack: DevStack, t_s: float) -> Sample:
     return Sample(round(t_s, 1), workers, _rss_mb(stack.pids("bot")), used)
 
 
-def _queues_empty(client: redis.Redis) -> bool:
-    """No message waiting in any queue (every priority step), none unacknowledged, and no
-    job published and not ended (contract.pending)."""
-    for key in client.scan_iter(match="spider*", count=500):
-        if client.type(key) == b"list" and client.llen(key):
-            return False
-    return not client.hlen("unacked") and not client.hlen(pending.PENDING_KEY)
-
-
 def _outcomes(client: redis.Redis, task_ids: list[str]) -> dict[str, dict[str, Any]]:
     done: dict[str, dict[str, Any]] = {}
     for i in range(0, len(task_ids), 500):
@@ -639,7 +629,7 @@ def drain(stack: DevStack, traffic: Traffic, timeout_s: float) -> tuple[float | 
                 accepted = all(any(a.ok for a in stack.fake.deliveries_of(g)) for g in guids)
                 queued = _queued(stack, guids)
                 outcomes = _outcomes(client, list(queued))
-                if accepted and len(outcomes) == len(queued) and _queues_empty(client):
+                if accepted and len(outcomes) == len(queued) and queues_empty(client):
                     return time.monotonic() - started, outcomes, queued
             finally:
                 client.close()
