@@ -302,8 +302,9 @@ def settle(stack: DevStack, timeout_s: float) -> dict[str, dict[str, Any]] | Non
             meta = json.loads(client.get(key) or "{}")
             name = key.decode() if isinstance(key, bytes) else key
             value = meta.get("result")
+            ok = meta.get("status") == "SUCCESS" and isinstance(value, dict) and "status" in value
             reruns[name[len("celery-task-meta-"):]] = (
-                value if isinstance(value, dict) else {"status": "error", "reason": str(value)})
+                value if ok else {"status": "error", "reason": f"{meta.get('status')}: {value}"})
         return reruns
     finally:
         client.close()
