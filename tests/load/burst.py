@@ -40,7 +40,7 @@ import redis
 
 from bot.signature import sign
 from spider_devkit.devstack import INSTALLATION_ID, DevStack
-from tests.load.jobs import DONE, queued_jobs, queues_empty
+from tests.load.jobs import DONE, RESULT_PREFIX, finished, queued_jobs, queues_empty
 from tests.worker.helpers import git, make_repo
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -262,20 +262,16 @@ def send(stack: DevStack, deliveries: list[Delivery], senders: int,
 def drain(stack: DevStack, tasks: dict[str, str], timeout_s: float) -> dict[str, dict[str, Any]]:
     """Wait until every job has an outcome; return them by task id."""
     client = stack.redis_client()
-    keys = [f"celery-task-meta-{t}" for t in tasks]
     outcomes: dict[str, dict[str, Any]] = {}
     deadline = time.monotonic() + timeout_s
     while True:
-        pending = [k for k in keys if k[len("celery-task-meta-"):] not in outcomes]
-        for key, raw in zip(pending, client.mget(pending) if pending else [], strict=True):
-            if raw is None:
-                continue
-            meta = json.loads(raw)
-            if meta["status"] in ("SUCCESS", "FAILURE"):
-                value = meta["result"]
-                outcomes[key[len("celery-task-meta-"):]] = (
-                    value if isinstance(value, dict) else {"status": "error", "reason": str(value)})
-        if len(outcomes) == len(keys) or time.monotonic() > deadline:
+        pending = [t for t in tasks if t not in outcomes]
+        raws = client.mget([RESULT_PREFIX + t for t in pending]) if pending else []
+        for task, raw in zip(pending, raws, strict=True):
+            outcome = finished(raw)
+            if outcome is not None:
+                outcomes[task] = outcome
+        if len(outcomes) == len(tasks) or time.monotonic() > deadline:
             client.close()
             return outcomes
         time.sleep(0.25)
@@ -298,13 +294,10 @@ def settle(stack: DevStack, timeout_s: float) -> dict[str, dict[str, Any]] | Non
             empty_looks = empty_looks + 1 if queues_empty(client) else 0
             time.sleep(0.5)
         reruns: dict[str, dict[str, Any]] = {}
-        for key in client.scan_iter(match=f"celery-task-meta-*{RERUN_SUFFIX}", count=500):
-            meta = json.loads(client.get(key) or "{}")
+        for key in client.scan_iter(match=f"{RESULT_PREFIX}*{RERUN_SUFFIX}", count=500):
             name = key.decode() if isinstance(key, bytes) else key
-            value = meta.get("result")
-            ok = meta.get("status") == "SUCCESS" and isinstance(value, dict) and "status" in value
-            reruns[name[len("celery-task-meta-"):]] = (
-                value if ok else {"status": "error", "reason": f"{meta.get('status')}: {value}"})
+            reruns[name[len(RESULT_PREFIX):]] = finished(client.get(key)) or {
+                "status": "failed", "reason": "no result stored"}
         return reruns
     finally:
         client.close()

@@ -9,6 +9,7 @@ jobs (a push, an installation), one a repository, each named ``index:<repo>:<del
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from contract import pending
 DONE = ("created", "updated", "unchanged", "skipped")  # an issue job that ended as it should
 INDEX_DONE = ("indexed", "skipped")  # an index job that ended as it should (worker.indexing)
 QUEUED = "queued"  # the bot's answer when it published at least one job
+RESULT_PREFIX = "celery-task-meta-"  # Celery's Redis result backend: one key per task id
 
 
 @dataclass(frozen=True)
@@ -55,3 +57,18 @@ def queues_empty(client: redis.Redis) -> bool:
         if client.type(key) == b"list" and client.llen(key):
             return False
     return not client.hlen(pending.UNACKED_KEY) and not client.hlen(pending.PENDING_KEY)
+
+
+def finished(raw: bytes | str | None) -> dict[str, Any] | None:
+    """A job's outcome from its stored Celery result (the value of ``RESULT_PREFIX + task
+    id``), or None while it has not ended: the task's own result, or ``failed`` with the
+    reason where it raised or returned no outcome."""
+    if raw is None:
+        return None
+    meta = json.loads(raw)
+    status, value = meta.get("status"), meta.get("result")
+    if status not in ("SUCCESS", "FAILURE"):
+        return None
+    if status == "SUCCESS" and isinstance(value, dict) and "status" in value:
+        return value
+    return {"status": "failed", "reason": f"{status}: {value}"[:300]}

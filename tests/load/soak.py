@@ -59,7 +59,7 @@ from spider_devkit.devstack import INSTALLATION_ID, DevStack
 from spider_devkit.fake_github import Chaos, FakeDelivery, files_from_diff
 from tests.e2e.helpers import command_payload, issue_payload
 from tests.load.burst import _sample
-from tests.load.jobs import queued_jobs, queues_empty
+from tests.load.jobs import RESULT_PREFIX, finished, queued_jobs, queues_empty
 from tests.worker.helpers import make_repo
 from tests.worker.pg import PrivatePostgres
 
@@ -591,15 +591,10 @@ def _outcomes(client: redis.Redis, task_ids: list[str]) -> dict[str, dict[str, A
     done: dict[str, dict[str, Any]] = {}
     for i in range(0, len(task_ids), 500):
         chunk = task_ids[i:i + 500]
-        for tid, raw in zip(chunk, client.mget([f"celery-task-meta-{t}" for t in chunk]),
-                            strict=True):
-            if raw is None:
-                continue
-            meta = json.loads(raw)
-            if meta.get("status") in ("SUCCESS", "FAILURE"):
-                value = meta.get("result")
-                done[tid] = value if isinstance(value, dict) else {"status": "failed",
-                                                                   "reason": str(value)[:200]}
+        for tid, raw in zip(chunk, client.mget([RESULT_PREFIX + t for t in chunk]), strict=True):
+            outcome = finished(raw)
+            if outcome is not None:
+                done[tid] = outcome
     return done
 
 
