@@ -316,3 +316,14 @@ def test_two_workers_share_one_postgresql_cache(
         assert shared.get_many(["race"])["race"].tolist() == [1.0, 1.0, 1.0]
     finally:
         shared.close()
+
+
+def test_the_exported_graph_traces_eager_attention(exported: Path) -> None:
+    import onnx
+
+    from spider.retrieve.onnx_encoder import onnx_paths
+
+    graph = onnx.load(str(onnx_paths(Path(bundled_model_path()), exported)[0]))
+    ops = {n.op_type for n in graph.graph.node}
+    assert "Softmax" in ops and "MatMul" in ops
+    assert "IsNaN" not in ops  # SDPA's guard: an elementwise pass over every attention matrix
