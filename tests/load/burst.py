@@ -40,7 +40,14 @@ import redis
 
 from bot.signature import sign
 from spider_devkit.devstack import INSTALLATION_ID, DevStack
-from tests.load.jobs import DONE, RESULT_PREFIX, finished, queued_jobs, queues_empty
+from tests.load.jobs import (
+    DONE,
+    RESULT_PREFIX,
+    finished,
+    queued_jobs,
+    queues_empty,
+    read_outcomes,
+)
 from tests.worker.helpers import git, make_repo
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -265,12 +272,7 @@ def drain(stack: DevStack, tasks: dict[str, str], timeout_s: float) -> dict[str,
     outcomes: dict[str, dict[str, Any]] = {}
     deadline = time.monotonic() + timeout_s
     while True:
-        pending = [t for t in tasks if t not in outcomes]
-        raws = client.mget([RESULT_PREFIX + t for t in pending]) if pending else []
-        for task, raw in zip(pending, raws, strict=True):
-            outcome = finished(raw)
-            if outcome is not None:
-                outcomes[task] = outcome
+        outcomes.update(read_outcomes(client, [t for t in tasks if t not in outcomes]))
         if len(outcomes) == len(tasks) or time.monotonic() > deadline:
             client.close()
             return outcomes

@@ -10,7 +10,7 @@ jobs (a push, an installation), one a repository, each named ``index:<repo>:<del
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,3 +72,16 @@ def finished(raw: bytes | str | None) -> dict[str, Any] | None:
     if status == "SUCCESS" and isinstance(value, dict) and "status" in value:
         return value
     return {"status": "failed", "reason": f"{status}: {value}"[:300]}
+
+
+def read_outcomes(client: redis.Redis, task_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The outcomes of the jobs among ``task_ids`` that have ended (see :func:`finished`),
+    by task id, read 500 result keys at a time."""
+    done: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(task_ids), 500):
+        chunk = task_ids[i : i + 500]
+        for tid, raw in zip(chunk, client.mget([RESULT_PREFIX + t for t in chunk]), strict=True):
+            outcome = finished(raw)
+            if outcome is not None:
+                done[tid] = outcome
+    return done

@@ -59,7 +59,7 @@ from spider_devkit.devstack import INSTALLATION_ID, DevStack
 from spider_devkit.fake_github import Chaos, FakeDelivery, files_from_diff
 from tests.e2e.helpers import command_payload, issue_payload
 from tests.load.burst import _sample
-from tests.load.jobs import RESULT_PREFIX, finished, queued_jobs, queues_empty
+from tests.load.jobs import queued_jobs, queues_empty, read_outcomes
 from tests.worker.helpers import make_repo
 from tests.worker.pg import PrivatePostgres
 
@@ -587,17 +587,6 @@ def sample(stack: DevStack, t_s: float) -> Sample:
     return Sample(round(t_s, 1), workers, _rss_mb(stack.pids("bot")), used)
 
 
-def _outcomes(client: redis.Redis, task_ids: list[str]) -> dict[str, dict[str, Any]]:
-    done: dict[str, dict[str, Any]] = {}
-    for i in range(0, len(task_ids), 500):
-        chunk = task_ids[i:i + 500]
-        for tid, raw in zip(chunk, client.mget([RESULT_PREFIX + t for t in chunk]), strict=True):
-            outcome = finished(raw)
-            if outcome is not None:
-                done[tid] = outcome
-    return done
-
-
 def _queued(stack: DevStack, guids: list[str]) -> dict[str, tuple[str, bool]]:
     """Task id -> (guid, index job?) of every job an accepted attempt queued."""
     out: dict[str, tuple[str, bool]] = {}
@@ -623,7 +612,7 @@ def drain(stack: DevStack, traffic: Traffic, timeout_s: float) -> tuple[float | 
             try:
                 accepted = all(any(a.ok for a in stack.fake.deliveries_of(g)) for g in guids)
                 queued = _queued(stack, guids)
-                outcomes = _outcomes(client, list(queued))
+                outcomes = read_outcomes(client, list(queued))
                 if accepted and len(outcomes) == len(queued) and queues_empty(client):
                     return time.monotonic() - started, outcomes, queued
             finally:
