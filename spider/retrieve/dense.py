@@ -77,7 +77,10 @@ def settings_model_id(settings: EngineSettings) -> str:
     """:func:`encoder_model_id` of the encoder ``settings`` configure (delta included)."""
     delta = settings_delta(settings)
     return encoder_model_id(
-        settings.model, settings.max_seq_length, settings.encoder, delta.digest if delta else ""
+        settings.model,
+        settings.document_seq_length,
+        settings.encoder,
+        delta.digest if delta else "",
     )
 
 
@@ -142,6 +145,7 @@ class Encoder:
         backend: str = "torch",
         export_dir: Path | None = None,
         delta: EncoderDelta | None = None,
+        document_seq_length: int | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ModelLoadError(f"unknown encoder backend {backend!r}: one of {BACKENDS}")
@@ -150,12 +154,14 @@ class Encoder:
                 f"encoder delta {delta.path} tunes the bundled model, not {model!r}"
             )
         self.model_name = model
-        self.max_seq_length = max_seq_length
+        self.max_seq_length = max_seq_length  # the token cap of queries
+        # the token cap of documents (function texts): None = the queries' cap
+        self.document_seq_length = document_seq_length or max_seq_length
         self.backend = backend
         self.export_dir = export_dir or Path.home() / ".cache" / "spider"
         self.delta = delta  # tuned weights merged into the bundled model (None: as is)
         self.model_id = encoder_model_id(
-            model, max_seq_length, backend, delta.digest if delta else ""
+            model, self.document_seq_length, backend, delta.digest if delta else ""
         )
         self.cache = cache
         self.batch_size = batch_size
@@ -165,7 +171,7 @@ class Encoder:
 
     @classmethod
     def from_settings(cls, settings: EngineSettings, cache: VectorStore | None) -> Encoder:
-        """The encoder ``settings`` configure (model, delta, token cap, batch, backend)."""
+        """The encoder ``settings`` configure (model, delta, token caps, batch, backend)."""
         return cls(
             settings.model,
             settings.max_seq_length,
@@ -174,6 +180,7 @@ class Encoder:
             backend=settings.encoder,
             export_dir=settings.export_dir(),
             delta=settings_delta(settings),
+            document_seq_length=settings.document_seq_length,
         )
 
     def model_dir(self) -> str:
@@ -184,12 +191,13 @@ class Encoder:
             return str(tuned_model_dir(self.delta, base, self.export_dir))
         return self.model_name or bundled_model_path()
 
-    def _model(self) -> Any:
+    def _model(self, max_tokens: int) -> Any:
         name = self.model_dir() if self.delta is not None else self.model_name
-        return load_model(name, self.max_seq_length)
+        return load_model(name, max_tokens)
 
-    def _embed(self, texts: list[str], backend: str | None = None) -> np.ndarray:
-        """Run the model on clipped texts: unit-norm float32 rows."""
+    def _embed(self, texts: list[str], max_tokens: int, backend: str | None = None) -> np.ndarray:
+        """Run the model on clipped texts, each cut at ``max_tokens``: unit-norm float32
+        rows."""
         self.calls += 1
         backend = backend or self.backend
         if backend in TORCH_BACKENDS:
@@ -197,7 +205,7 @@ class Encoder:
 
             bf16 = backend == "torch-bf16"
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                vecs = self._model().encode(
+                vecs = self._model(max_tokens).encode(
                     texts,
                     batch_size=self.batch_size,
                     normalize_embeddings=True,
@@ -209,10 +217,11 @@ class Encoder:
 
         silence_progress_bars()  # a first use exports the model through transformers
         onnx = load_onnx_model(self.model_dir(), str(self.export_dir), self.max_seq_length, backend)
-        return onnx.encode(texts, batch_size=self.batch_size)
+        return onnx.encode(texts, batch_size=self.batch_size, max_tokens=max_tokens)
 
     def _clip(self, text: str) -> str:
-        return text[: self.max_seq_length * CHARS_PER_TOKEN]
+        """A document cut to about its token cap in characters (what the cache keys)."""
+        return text[: self.document_seq_length * CHARS_PER_TOKEN]
 
     def encode(
         self, texts: list[str], progress: Callable[[int, int], None] | None = None
@@ -232,7 +241,7 @@ class Encoder:
             progress(0, len(missing))  # the phase begins (loading the model is part of it)
         for start in range(0, len(missing), step):
             chunk = missing[start : start + step]
-            vecs = self._embed([clipped[i] for _, i in chunk])
+            vecs = self._embed([clipped[i] for _, i in chunk], self.document_seq_length)
             new = {k: v for (k, _), v in zip(chunk, vecs, strict=True)}
             found.update(new)
             if self.cache is not None:
@@ -278,7 +287,8 @@ class Encoder:
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Unit-norm vectors for queries, one row each (never cached: issues are one-off; a
         torch-bf16 encoder embeds them through ONNX fp32)."""
-        vecs = self._embed([self._clip(t) for t in texts], self.query_backend())
+        clipped = [t[: self.max_seq_length * CHARS_PER_TOKEN] for t in texts]
+        vecs = self._embed(clipped, self.max_seq_length, self.query_backend())
         return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)
 
 

@@ -224,11 +224,11 @@ class OnnxModel:
                 f"the ONNX encoder needs onnxruntime and tokenizers: {exc}"
             ) from exc
         self.max_seq_length = max_seq_length
-        tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        tok.enable_truncation(max_length=max_seq_length)
-        tok.no_padding()  # each batch is padded to its own longest text (see _encode)
-        self.tokenizer = tok
-        self.pad_id = tok.token_to_id("[PAD]") or 0
+        self._tokenizer_file = model_dir / "tokenizer.json"
+        self._tokenizer_class = Tokenizer
+        self._tokenizers: dict[int, Any] = {}
+        self.tokenizer = self._tokenizer(max_seq_length)
+        self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = _threads()
         opts.inter_op_num_threads = 1
@@ -241,23 +241,39 @@ class OnnxModel:
         )
         self._inputs = {i.name for i in self.session.get_inputs()}
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        """Unit-norm float32 vectors, one row per text."""
-        return self._encode(texts, batch_size)
+    def _tokenizer(self, max_tokens: int) -> Any:
+        """The model's tokenizer truncating at ``max_tokens`` (special tokens included), one
+        per cap: the query cap and the documents' may differ."""
+        tok = self._tokenizers.get(max_tokens)
+        if tok is None:
+            tok = self._tokenizer_class.from_file(str(self._tokenizer_file))
+            tok.enable_truncation(max_length=max_tokens)
+            tok.no_padding()  # each batch is padded to its own longest text (see _encode)
+            self._tokenizers[max_tokens] = tok
+        return tok
+
+    def encode(
+        self, texts: list[str], batch_size: int = 32, max_tokens: int | None = None
+    ) -> np.ndarray:
+        """Unit-norm float32 vectors, one row per text, each cut at ``max_tokens`` tokens
+        (None: the model's ``max_seq_length``)."""
+        return self._encode(texts, batch_size, max_tokens)
 
     def encode_pairs(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
         """Unit-norm float32 vectors of text pairs (``[CLS] a [SEP] b [SEP]``, the second
         segment's type ids 1; at the token cap the longer text is cut first), one row each."""
         return self._encode(pairs, batch_size)
 
-    def _encode(self, inputs: list[Any], batch_size: int) -> np.ndarray:
+    def _encode(
+        self, inputs: list[Any], batch_size: int, max_tokens: int | None = None
+    ) -> np.ndarray:
         """Tokenize all ``inputs`` at once, then run them in batches of similar token
         counts (sorted by length: each batch is padded to its own longest, so almost no
         padding is computed; on sympy's functions batches in the callers' order of
         character length padded 11% more tokens), the rows put back in input order."""
         if not inputs:
             return np.zeros((0, 0), dtype=np.float32)
-        enc = self.tokenizer.encode_batch(inputs)
+        enc = self._tokenizer(max_tokens or self.max_seq_length).encode_batch(inputs)
         order = sorted(range(len(enc)), key=lambda i: len(enc[i].ids))
         out = np.zeros((len(enc), 0), dtype=np.float32)
         for start in range(0, len(order), batch_size):

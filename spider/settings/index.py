@@ -75,7 +75,14 @@ class EncoderSettings(Concern):
         "bundled model (model empty) and no query_adapter",
     )
     max_seq_length: int = Field(
-        128, ge=32, le=8192, description="encoder token cap per text (MiniLM was trained at 128)"
+        128, ge=32, le=8192, description="encoder token cap per query (MiniLM was trained at 128)"
+    )
+    document_seq_length: int = Field(
+        128,
+        ge=16,
+        le=8192,
+        description="encoder token cap per function text (path, name, source): the cost of "
+        "an index is nearly proportional to it; the cache keeps vectors of each cap apart",
     )
     embed_batch_size: int = Field(32, ge=1, description="functions embedded per batch")
     encoder: EncoderBackend = Field(

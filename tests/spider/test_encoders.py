@@ -23,6 +23,7 @@ from spider.retrieve.dense import (
     bundled_model_path,
     encoder_model_id,
     preload_query_encoder,
+    settings_model_id,
 )
 from spider.retrieve.onnx_encoder import export_onnx, load_onnx_model
 from spider.settings import EngineSettings
@@ -327,3 +328,29 @@ def test_the_exported_graph_traces_eager_attention(exported: Path) -> None:
     ops = {n.op_type for n in graph.graph.node}
     assert "Softmax" in ops and "MatMul" in ops
     assert "IsNaN" not in ops  # SDPA's guard: an elementwise pass over every attention matrix
+
+
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+def test_documents_are_cut_at_their_own_cap_and_queries_at_theirs(
+    exported: Path, tmp_path: Path, backend: str
+) -> None:
+    long_text = TEXTS[0] + "\n" + "    value = compute(value, other)\n" * 40  # over 128 tokens
+    cache = EmbeddingCache(tmp_path)
+    full = Encoder("", 128, cache, backend=backend, export_dir=exported)
+    short = Encoder("", 128, cache, backend=backend, export_dir=exported, document_seq_length=32)
+    assert short.model_id == encoder_model_id("", 32, backend) != full.model_id
+    head = Encoder("", 32, None, backend=backend, export_dir=exported)
+    # a document at a 32-token cap is the text cut at 32 tokens, cached apart from the 128 one
+    assert np.allclose(short.encode([long_text]), head.encode([long_text]), atol=1e-5)
+    assert not np.allclose(short.encode([long_text]), full.encode([long_text]), atol=1e-3)
+    assert short.cached == 1 and full.embedded == 1 and len(cache) == 2
+    # while a query keeps the 128-token cap
+    assert np.allclose(short.encode_query(long_text), full.encode_query(long_text), atol=1e-6)
+    assert not np.allclose(short.encode_query(long_text), head.encode_query(long_text), atol=1e-3)
+
+
+def test_the_document_cap_is_a_setting_the_index_keys_its_vectors_by(tmp_path: Path) -> None:
+    settings = EngineSettings(cache_dir=tmp_path, encoder="onnx", document_seq_length=64)
+    assert Encoder.from_settings(settings, None).document_seq_length == 64
+    assert Encoder.from_settings(settings, None).max_seq_length == 128
+    assert settings_model_id(settings) == encoder_model_id("", 64, "onnx")
