@@ -15,8 +15,9 @@ The steps run after the learned ranker (whose features are fixed) as one explici
   folders (a Rust ``mod tests`` block, ``benches/`` at any depth, a test-helper module:
   :func:`is_test_code`), moves below every candidate of the library's own code, unless the issue names it (its file, folder or name, or any issue
   signal for it);
-- a function and a function nested in it (through functions, at any depth:
-  ``iter_content.generate``) are listed once, at the better of their places, and the
+- with ``fold_nested`` on (off by default: on both development sets it hid the nested
+  function a fix edits more often than it freed a useful place), a function and a function
+  nested in it (through functions, at any depth: ``iter_content.generate``) are listed once, at the better of their places, and the
   freed slot goes to the next candidate, unless the issue points at both by their own
   signals (a signal of the name around it, ``member``, is not its own). The one the
   issue points at survives; else the outer, when it holds at most :data:`MAX_HELPERS`
