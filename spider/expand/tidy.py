@@ -15,11 +15,11 @@ The steps run after the learned ranker (whose features are fixed) as one explici
   folders (a Rust ``mod tests`` block, ``benches/`` at any depth, a test-helper module:
   :func:`is_test_code`), moves below every candidate of the library's own code, unless the issue names it (its file, folder or name, or any issue
   signal for it);
-- with ``fold_nested`` on (off by default: on both development sets it hid the nested
-  function a fix edits more often than it freed a useful place), a function and a function
-  nested in it (through functions, at any depth: ``iter_content.generate``) are listed once, at the better of their places, and the
+- a function and a function nested in it (through functions, at any depth:
+  ``iter_content.generate``) are listed once, at the better of their places, and the
   freed slot goes to the next candidate, unless the issue points at both by their own
-  signals (a signal of the name around it, ``member``, is not its own). The one the
+  signals (a signal of the file around it is not its own; one of the class or function
+  around it, ``member``, is). The one the
   issue points at survives; else the outer, when it holds at most :data:`MAX_HELPERS`
   nested functions (helpers); else, in a module-sized function (axios' ``httpAdapter``
   around ``dispatchHttpRequest``), the one ranked higher. A module-sized anonymous export
@@ -239,8 +239,11 @@ def fold_nested(
 
 
 # Signals a function gets from a name around it, not its own: every function of a named
-# file has ``file``; a function inside a named class or function has ``member``.
-WEAK_EVIDENCE = frozenset({"file", "member"})
+# file has ``file``. A function inside a named class or function has ``member``, which
+# counts as its own: a nested function whose scope the issue names is often the one a fix
+# edits (sympy's ``Mod.eval.doit``); not counting it lowered Lite dev Recall@20 0.652 ->
+# 0.636 (docs/benchmark.md, "Nested functions").
+WEAK_EVIDENCE = frozenset({"file"})
 # The issue's signals that can name a function as code: a dotted name, a name in
 # backticks, a bare name. Each counts when the issue's prose writes that name as code
 # (:func:`names_written_as_code`); a class's member, a name's component, a file never do,

@@ -147,12 +147,11 @@ class RankingSettings(Concern):
         "first stage ranked below it (spider/expand/tidy.py)",
     )
     fold_nested: bool = Field(
-        False,
-        description="off by default: folding lowered both development sets, because the "
-        "nested function is often the one a fix edits (docs/benchmark.md). On: list a "
-        "function and a function nested in it (through functions, at any "
+        True,
+        description="list a function and a function nested in it (through functions, at any "
         "depth) once, at the better place, unless the issue points at both by their own "
-        "signals; the survivor is the one the issue points at, else the outer of at most 3 "
+        "signals (naming the class or function around one counts; naming its file does "
+        "not); the survivor is the one the issue points at, else the outer of at most 3 "
         "helpers, else the higher one; its reason names what it stands for; a method, an "
         "object literal's member and a module-sized anonymous export's functions are never "
         "folded (spider/expand/tidy.py)",

@@ -25,6 +25,6 @@ def test_the_example_comment_is_what_the_engine_posts() -> None:
     hint = f"run `{example_comment.REGENERATE}` and commit the result"
     assert example_comment.OUTPUT.read_text(encoding="utf-8") == doc, hint
     assert example_comment.README.read_text(encoding="utf-8") == readme, hint
-    # nested functions are listed (fold_nested is off): the one a fix edits, said so
+    # the issue names iter_content, so its nested generate() is an item of its own, said so
     assert "[`Response.iter_content.generate`]" in doc
-    assert "defined inside `Response.iter_content`" in doc
+    assert "inside `iter_content`, which the issue names" in doc

@@ -111,6 +111,20 @@ def test_tidy_list_fills_from_the_pool_and_can_be_switched_off() -> None:
     ) == final
 
 
+def test_a_nested_function_whose_scope_the_issue_names_stays_an_item() -> None:
+    g, ids = _graph()
+    final = [ids[1], ids[0], ids[5]]  # Axios.request.onFulfilled, Axios.request, buildURL
+    named = {ids[0]: "qualified: Axios.request"}
+    # the issue names Axios.request: onFulfilled, inside it, has that scope as its own signal
+    # (a fix often edits the nested function: sympy's Mod.eval.doit), so both stay
+    inner = {ids[1]: "member: function Axios.request"}
+    assert tidy_list(final, final, g, "x", named | inner, k=3, demote_paths=False) == final
+    # naming only the file is no signal of the nested function's own: it folds
+    in_file = {ids[1]: "file: lib/core/Axios.js"}
+    assert tidy_list(final, final, g, "x", named | in_file, k=3, demote_paths=False) == [
+        ids[0], ids[5]]
+
+
 def test_a_member_attached_inside_a_function_is_no_helper() -> None:
     g, outer, inner = _plugin(1)  # utc.proto.m0: a method on an object, not a local helper
     assert fold_nested([outer, inner[1]], g, set(), k=2) == [outer, inner[1]]
