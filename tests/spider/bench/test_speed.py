@@ -61,6 +61,24 @@ def test_speed_compares_a_tuned_delta_with_the_bundled_weights_in_one_run(tmp_pa
     assert ratio.unit == "x" and ratio.value > 0 and ratio.detail["texts"] == 4
 
 
+def test_speed_times_a_document_cap_against_the_query_cap_in_one_run(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    sha = commit_files(repo, CODE, "base")
+    settings = EngineSettings(encoder="onnx", cold_pool=4, document_seq_length=16)
+    run = measure_speed(
+        repo, sha, base=settings, work=tmp_path / "work", backends=["onnx"], sample=4,
+        full=False, queries=1, issue_texts=["f3 returns the wrong value"],
+    )  # fmt: skip
+    by_name = {s.name: s for s in run.steps}
+    ratio = by_name["onnx fp32: documents cut at 16 tokens / at 128"]
+    assert ratio.unit == "x" and ratio.value > 0 and ratio.detail["texts"] == 4
+    plain = measure_speed(
+        repo, sha, base=EngineSettings(encoder="onnx", cold_pool=4), work=tmp_path / "plain",
+        backends=["onnx"], sample=4, full=False, queries=1, issue_texts=["f3"],
+    )  # fmt: skip
+    assert not any("documents cut at" in s.name for s in plain.steps)  # one cap: no row
+
+
 def test_speed_measures_the_index_phases_of_each_encoder_in_one_run(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     sha = commit_files(repo, CODE, "base")
