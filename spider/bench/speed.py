@@ -305,7 +305,17 @@ def _index_rows(
                 heavy=",".join(heavy) or "none")
 
 
-ROUNDS = 3  # alternate bundled and tuned runs this many times; the best of each counts
+ROUNDS = 3  # alternate the compared runs this many times; the best of each counts
+
+
+def _best_alternating(runs: Sequence[Callable[[], Any]]) -> list[float]:
+    """The best seconds of each of ``runs``, timed in alternation (first, second, first,
+    ...) :data:`ROUNDS` times, so that the machine's load hits each alike."""
+    best = [float("inf")] * len(runs)
+    for _ in range(ROUNDS):
+        for n, run in enumerate(runs):
+            best[n] = min(best[n], _timed(run)[1])
+    return best
 
 
 def _delta_ratio(
@@ -330,30 +340,25 @@ def _delta_ratio(
     ]
     for enc in encoders:
         enc.encode(list(texts[:WARMUP_TEXTS]))  # load and export outside the timing
-    best = [float("inf"), float("inf")]
-    for _ in range(ROUNDS):
-        for n, enc in enumerate(encoders):
-            _, secs = _timed(lambda enc=enc: enc.encode(list(texts)))  # no cache: all run
-            best[n] = min(best[n], secs)
+    # no cache: every text runs
+    best = _best_alternating([lambda enc=enc: enc.encode(list(texts)) for enc in encoders])
     return best[0] / best[1] if best[1] else 0.0
 
 
 def _cap_ratio(model_dir: Path, export: Path, base: EngineSettings, texts: Sequence[str]) -> float:
     """fp32 ONNX throughput with documents cut at ``base.document_seq_length`` tokens over
     cut at the query cap ``base.max_seq_length`` (one session), timed in alternation."""
-    from spider.retrieve.dense import CHARS_PER_TOKEN
+    from spider.retrieve.dense import clip_text
     from spider.retrieve.onnx_encoder import OnnxModel, onnx_paths
 
     model = OnnxModel(onnx_paths(model_dir, export)[0], model_dir, base.max_seq_length)
     caps = (base.max_seq_length, base.document_seq_length)
-    clipped = {cap: [t[: cap * CHARS_PER_TOKEN] for t in texts] for cap in caps}
+    clipped = {cap: [clip_text(t, cap) for t in texts] for cap in caps}
     for cap in caps:
         model.encode(clipped[cap][:WARMUP_TEXTS], base.embed_batch_size, cap)
-    best = [float("inf"), float("inf")]
-    for _ in range(ROUNDS):
-        for n, cap in enumerate(caps):
-            _, secs = _timed(lambda c=cap: model.encode(clipped[c], base.embed_batch_size, c))
-            best[n] = min(best[n], secs)
+    best = _best_alternating(
+        [lambda c=cap: model.encode(clipped[c], base.embed_batch_size, c) for cap in caps]
+    )
     return best[0] / best[1] if best[1] else 0.0
 
 
@@ -368,11 +373,7 @@ def _spinning_ratio(
     models = [OnnxModel(graph, model_dir, max_seq_length, spinning=spin) for spin in (False, True)]
     for m in models:
         m.encode(list(texts[:WARMUP_TEXTS]), batch)
-    best = [float("inf"), float("inf")]
-    for _ in range(ROUNDS):
-        for n, m in enumerate(models):
-            _, secs = _timed(lambda m=m: m.encode(list(texts), batch))
-            best[n] = min(best[n], secs)
+    best = _best_alternating([lambda m=m: m.encode(list(texts), batch) for m in models])
     return best[1] / best[0] if best[0] else 0.0
 
 

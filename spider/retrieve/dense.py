@@ -39,6 +39,12 @@ TORCH_BACKENDS = ("torch", "torch-bf16")
 QUERY_BACKEND = {"torch-bf16": "onnx"}
 
 
+def clip_text(text: str, max_tokens: int) -> str:
+    """``text`` cut to about ``max_tokens`` tokens in characters, before tokenizing (what a
+    document's cache key is taken from)."""
+    return text[: max_tokens * CHARS_PER_TOKEN]
+
+
 def encoder_model_id(
     model: str, max_seq_length: int, backend: str = "torch", delta: str = ""
 ) -> str:
@@ -221,7 +227,7 @@ class Encoder:
 
     def _clip(self, text: str) -> str:
         """A document cut to about its token cap in characters (what the cache keys)."""
-        return text[: self.document_seq_length * CHARS_PER_TOKEN]
+        return clip_text(text, self.document_seq_length)
 
     def encode(
         self, texts: list[str], progress: Callable[[int, int], None] | None = None
@@ -287,7 +293,7 @@ class Encoder:
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         """Unit-norm vectors for queries, one row each (never cached: issues are one-off; a
         torch-bf16 encoder embeds them through ONNX fp32)."""
-        clipped = [t[: self.max_seq_length * CHARS_PER_TOKEN] for t in texts]
+        clipped = [clip_text(t, self.max_seq_length) for t in texts]
         vecs = self._embed(clipped, self.max_seq_length, self.query_backend())
         return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)
 
