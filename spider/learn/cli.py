@@ -263,7 +263,7 @@ def ranker(
         raise exit_error(str(exc)) from exc
     if out is not None:
         out.write_text(json.dumps(fit.cv, indent=2) + "\n")
-    shown = ("chosen_by", "chosen", "learning_curve", "without", "dev")
+    shown = ("chosen_by", "chosen", "learning_curve", "without", "dev", "versus_predecessor_recipe")
     typer.echo(json.dumps({k: fit.cv[k] for k in shown if k in fit.cv}, indent=2))
     if fit.refusal is not None:
         raise exit_error(

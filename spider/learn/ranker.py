@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from spider.eval.metrics import reciprocal_rank
 from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow, read_corpus, summarise
 from spider.learn.cv import CVReport, repository_folds
 from spider.learn.model_file import Provenance, write_model_file
+from spider.learn.paired import Scored, paired_deltas
 from spider.learn.platt import fit_platt
 from spider.rank.calibration import Calibration
 from spider.rank.features import HISTORY_FEATURES, RANKER_FEATURES
@@ -326,6 +328,56 @@ def loro(
     return report, top
 
 
+def out_of_fold(
+    rows: Sequence[CorpusRow], params: Params, folds: int = 0, weak: Sequence[CorpusRow] = ()
+) -> dict[str, tuple[str, dict[str, float]]]:
+    """Each instance's metrics as ordered by ``params`` fitted without its fold (the same
+    folds as :func:`loro`), keyed by instance id, beside its repository."""
+    out: dict[str, tuple[str, dict[str, float]]] = {}
+    for _held, train, test in repository_folds(rows, _repo, folds):
+        model = fit(with_weak(train, test, weak), params)
+        for r in test:
+            order = np.argsort(-model.scores(r.x), kind="stable")
+            out[r.instance_id] = (r.repo, metrics(r.y[order], r.labels))
+    return out
+
+
+def recipe_of(path: Path) -> tuple[Params, tuple[str, ...]] | None:
+    """The settings a model file was fitted with and the feature families it never read (a
+    file older than a family lacks its features), or None when the file does not say."""
+    doc = json.loads(path.read_text())
+    params, features = doc.get("params"), doc.get("features")
+    if not isinstance(params, dict) or not isinstance(features, list):
+        return None
+    known = {f.name for f in dataclasses.fields(Params)}
+    left_out = tuple(f for f, names in FAMILIES.items() if not set(names) & set(features))
+    return Params(**{k: v for k, v in params.items() if k in known}), left_out
+
+
+PAIRED_METRICS = ("R@5", "R@20", "MRR@20")
+
+
+def versus_recipe(
+    raw: Sequence[CorpusRow],
+    candidate: tuple[Params, Sequence[str]],
+    baseline: tuple[Params, Sequence[str]],
+    folds: int = 0,
+    weak: Sequence[CorpusRow] = (),
+) -> dict[str, Any]:
+    """Two recipes (settings, families left out) in the same corpus CV, paired per
+    instance: whether the candidate's recipe loses to the baseline's beyond the noise."""
+
+    def scored(recipe: tuple[Params, Sequence[str]]) -> Scored:
+        params, drop = recipe
+        return out_of_fold(without(raw, drop), params, folds, without(weak, drop))
+
+    params, drop = baseline
+    return {
+        "baseline": {**dataclasses.asdict(params), "without": list(drop)},
+        **paired_deltas(scored(candidate), scored(baseline), PAIRED_METRICS),
+    }
+
+
 @dataclass(frozen=True)
 class RankerChoice:
     """What the pool ranker's CV chooses: the parameters and their out-of-fold calibration."""
@@ -418,6 +470,7 @@ def write_ranker(path: Path, model: PoolRanker, cv: Mapping[str, Any], command: 
             "trained_on": cv["data"],
             "weak": cv.get("weak"),
             "dev": cv.get("dev"),  # the development pools it was chosen on, beside its predecessor
+            "versus_predecessor_recipe": cv.get("versus_predecessor_recipe"),  # in corpus CV
         },
     )
     return write_model_file(path, model, provenance)
@@ -452,11 +505,13 @@ class RankerFit:
 
 def run(config: RankerRun) -> RankerFit:
     """Cross-validate the grid on the corpus, fit the chosen point on every row (when it
-    is to be written or compared on development pools) and write it where allowed."""
+    is to be written or compared on development pools), compare its recipe with the
+    replaced file's in the same CV, paired (when that file records its settings), and
+    write it where allowed."""
     drop = list(config.without)
-    rows, bench = training_rows([r for d in config.corpus_dirs for r in read_corpus(d)])
-    weak, weak_bench = training_rows([r for d in config.weak_dirs for r in read_corpus(d)])
-    rows, weak = without(rows, drop), without(weak, drop)
+    raw, bench = training_rows([r for d in config.corpus_dirs for r in read_corpus(d)])
+    raw_weak, weak_bench = training_rows([r for d in config.weak_dirs for r in read_corpus(d)])
+    rows, weak = without(raw, drop), without(raw_weak, drop)
     names = [d.name for d in config.dev_dirs]
     dev = {d.name if names.count(d.name) == 1 else str(d): read_corpus(d) for d in config.dev_dirs}
     report = cross_validate(rows, folds=config.folds, weak=weak)
@@ -474,10 +529,15 @@ def run(config: RankerRun) -> RankerFit:
     if not (config.write or dev):
         return result
     model = dataclasses.replace(fit([*rows, *weak], chosen.params), calibration=chosen.calibration)
+    replaced = config.target if config.target.is_file() else MODEL_FILE  # else the shipped
+    predecessor = load_ranker(replaced) if replaced.is_file() else None
     if dev:
-        replaced = config.target if config.target.is_file() else MODEL_FILE  # else the shipped
-        predecessor = load_ranker(replaced) if replaced.is_file() else None
         cv["dev"] = dev_evidence(model, predecessor, dev, drop)
+    recipe = recipe_of(replaced) if predecessor is not None else None
+    if recipe is not None:  # the predecessor's recipe in the same CV, paired
+        cv["versus_predecessor_recipe"] = versus_recipe(
+            raw, (chosen.params, drop), recipe, config.folds, raw_weak
+        )
     if config.write:
         shipped = config.target.resolve() == MODEL_FILE.resolve()
         result.refusal = ship_refusal(cv.get("dev", {})) if shipped else None

@@ -21,9 +21,11 @@ from spider.learn.ranker import (
     learning_curve,
     loro,
     metrics,
+    recipe_of,
     score_pools,
     ship_refusal,
     training_rows,
+    versus_recipe,
     with_weak,
     without,
     write_ranker,
@@ -313,3 +315,26 @@ def test_the_model_file_names_the_dev_evidence_it_was_chosen_on(tmp_path: Path) 
     assert set(back.meta["dev"]) == {"lite", "multi"}
     assert back.meta["dev"]["multi"]["instances"] == 4
     assert "predecessor" not in back.meta["dev"]["lite"]  # nothing was replaced
+
+
+def test_a_model_files_recipe_names_the_families_it_never_read(tmp_path: Path) -> None:
+    rows = [_history_row(i, f"o/r{i % 4}") for i in range(16)]
+    model = fit(rows, SMALL[0])
+    params = {"leaves": 7, "trees": 30, "learning_rate": 0.05, "min_child": 5, "prior": 1.0}
+    new = _write(tmp_path / "new.json", model, {"params": params})
+    assert recipe_of(new) == (Params(7, 30, min_child=5, prior=1.0), ())
+    older = [n for n in RANKER_FEATURES if n not in HISTORY_FEATURES]  # before history existed
+    old = _write(tmp_path / "old.json", model, {"params": params, "features": older})
+    assert recipe_of(old) == (Params(7, 30, min_child=5, prior=1.0), ("history",))
+    assert recipe_of(_write(tmp_path / "bare.json", model)) is None  # no params recorded
+
+
+def test_recipes_are_compared_on_the_same_folds_instance_by_instance() -> None:
+    rows = [_history_row(i, f"o/r{i % 4}") for i in range(24)]
+    same = versus_recipe(rows, (SMALL[0], ()), (SMALL[0], ()), folds=2)
+    assert all(same[k]["delta"] == 0.0 for k in ("R@5", "R@20", "MRR@20"))
+    assert same["baseline"]["without"] == [] and same["baseline"]["leaves"] == 7
+    # history marks the edited function here: the recipe that reads it wins
+    blind = versus_recipe(rows, (SMALL[0], ()), (SMALL[0], ("history",)), folds=2)
+    assert blind["MRR@20"]["delta"] > 0 and blind["baseline"]["without"] == ["history"]
+    assert blind["MRR@20"]["candidate"] == same["MRR@20"]["candidate"]

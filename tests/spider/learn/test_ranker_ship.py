@@ -58,6 +58,15 @@ def test_the_shipped_model_is_written_only_on_both_dev_sets(tmp_path: Path) -> N
     assert {"candidate", "predecessor", "lower"} <= set(dev["lite"])
     report = json.loads(res.output[: res.output.rindex("}") + 1])
     assert report["dev"]["multi"]["instances"] == 4
+    # the recipe of the file it would replace (the shipped one), in the same CV, paired
+    versus = report["versus_predecessor_recipe"]
+    recorded = json.loads(MODEL_FILE.read_text())["params"]
+    assert {k: versus["baseline"][k] for k in recorded} == recorded
+    assert versus["baseline"]["without"] == []
+    for metric in ("R@5", "R@20", "MRR@20"):
+        d = versus[metric]
+        assert d["low"] <= d["delta"] <= d["high"]
+        assert abs(d["delta"] - (d["candidate"] - d["baseline"])) < 1e-3
 
 
 def test_run_fits_writes_a_candidate_and_refuses_the_shipped_file_without_evidence(
