@@ -18,7 +18,7 @@ import dataclasses
 import itertools
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
@@ -286,6 +286,19 @@ def with_weak(
     return [*train, *(w for w in weak if w.repo not in held)]
 
 
+def held_out_orders(
+    rows: Sequence[CorpusRow], params: Params, folds: int = 0, weak: Sequence[CorpusRow] = ()
+) -> Iterator[tuple[CorpusRow, np.ndarray, np.ndarray]]:
+    """Each row with its scores and order under ``params`` fitted without its fold
+    (``folds`` groups of repositories, 0 = one per repository; ``weak`` rows join each
+    fold's fit, never its scores)."""
+    for _held, train, test in repository_folds(rows, _repo, folds):
+        model = fit(with_weak(train, test, weak), params)
+        for r in test:
+            s = model.scores(r.x)
+            yield r, s, np.argsort(-s, kind="stable")
+
+
 def loro(
     rows: Sequence[CorpusRow],
     params: Params,
@@ -298,14 +311,10 @@ def loro(
     commits mined from history) join each fold's fit, never its scores."""
     tally = Tally()
     top: list[tuple[float, int]] = []
-    for _held, train, test in repository_folds(rows, _repo, folds):
-        model = fit(with_weak(train, test, weak), params)
-        for r in test:
-            s = model.scores(r.x)
-            order = np.argsort(-s, kind="stable")
-            tally.add(r, order)
-            if len(order):
-                top.append((float(s[order[0]]), int(r.y[order[0]])))
+    for r, s, order in held_out_orders(rows, params, folds, weak):
+        tally.add(r, order)
+        if len(order):
+            top.append((float(s[order[0]]), int(r.y[order[0]])))
     before, after = tally.before, tally.after
     by_repo = {
         repo: {"n": len(b), "before": mean_metrics(b), "after": mean_metrics(a)}
@@ -333,13 +342,10 @@ def out_of_fold(
 ) -> dict[str, tuple[str, dict[str, float]]]:
     """Each instance's metrics as ordered by ``params`` fitted without its fold (the same
     folds as :func:`loro`), keyed by instance id, beside its repository."""
-    out: dict[str, tuple[str, dict[str, float]]] = {}
-    for _held, train, test in repository_folds(rows, _repo, folds):
-        model = fit(with_weak(train, test, weak), params)
-        for r in test:
-            order = np.argsort(-model.scores(r.x), kind="stable")
-            out[r.instance_id] = (r.repo, metrics(r.y[order], r.labels))
-    return out
+    return {
+        r.instance_id: (r.repo, metrics(r.y[order], r.labels))
+        for r, _s, order in held_out_orders(rows, params, folds, weak)
+    }
 
 
 def recipe_of(path: Path) -> tuple[Params, tuple[str, ...]] | None:
