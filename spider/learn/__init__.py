@@ -6,8 +6,8 @@ groups)`` / ``predict(x)``, and :class:`~spider.learn.estimator.Logistic`),
 calibrator) and :mod:`~spider.learn.model_file` (the one writer: schema, kind and
 provenance in every model file).
 
-Fits: :mod:`~spider.learn.corpus` (the training corpus from other projects' fixes; never
-a benchmark repository, :data:`spider.learn.corpus.BENCHMARK_REPOS`),
+Fits: :mod:`~spider.learn.corpus` (the training corpus from other projects' fixes; no
+fit ever reads a repository of :mod:`~spider.learn.excluded`),
 :mod:`~spider.learn.ranker` (the pool ranker), :mod:`~spider.learn.adapter` (the query
 adapter), :mod:`~spider.learn.selector` (the offline selector),
 :mod:`~spider.learn.head` (the head re-ranker), :mod:`~spider.learn.calibration` (its

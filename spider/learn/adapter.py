@@ -26,8 +26,9 @@ import numpy as np
 
 from spider.errors import InputError
 from spider.eval.dataset import Instance
-from spider.learn.corpus import BENCHMARK_REPOS, corpus_files
+from spider.learn.corpus import corpus_files
 from spider.learn.cv import CVReport, repository_folds
+from spider.learn.excluded import excluded_repos, is_excluded
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.ranker import mean_metrics, metrics
 from spider.retrieve.adapter import ADAPTER_FILE, QueryAdapter
@@ -115,12 +116,13 @@ def adapter_rows(
     """Rows for every corpus instance with an edited function among its candidates and
     queries embedded; counts of what was left out and why."""
     rows: list[AdapterRow] = []
-    skipped = {"benchmark": 0, "no_label": 0, "no_issue_text": 0}
+    excluded = excluded_repos()
+    skipped = {"excluded": 0, "no_label": 0, "no_issue_text": 0}
     for path in corpus_files:
         with np.load(path, allow_pickle=False) as data:
             repo = str(data["repo"])
-            if repo in BENCHMARK_REPOS:
-                skipped["benchmark"] += 1
+            if is_excluded(repo, excluded):
+                skipped["excluded"] += 1
                 continue
             cand, pos = _candidates(data)
         if not pos.any():
@@ -245,8 +247,8 @@ def cross_validate(
 
 
 COMMENT = (
-    "Fitted by `spider train encoder` on the training corpus (other projects' fixes; never a "
-    "benchmark repository). See README."
+    "Fitted by `spider train encoder` on the training corpus (other projects' fixes; never an "
+    "excluded repository). See README."
 )
 
 

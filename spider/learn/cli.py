@@ -337,13 +337,13 @@ def selector(
     from spider.expand.select.offline import WEIGHTS_FILE
     from spider.learn import selector as fitting
     from spider.learn.corpus import (
-        BENCHMARK_REPOS,
         corpus_settings,
         dedupe_by_text,
         interleave,
         read_corpus,
     )
     from spider.learn.dev_fit import Fitting
+    from spider.learn.excluded import excluded_repos, is_excluded
 
     settings = engine_settings(k, cache_dir)
     comment = fitting.COMMENT
@@ -353,7 +353,8 @@ def selector(
             logging.getLogger("spider").setLevel(logging.INFO)
             kept = {r.instance_id for r in read_corpus(corpus_dir) if r.labels > 0}
             rows = dedupe_by_text(rows)
-            rows = [r for r in rows if r.instance_id in kept and r.repo not in BENCHMARK_REPOS]
+            banned = excluded_repos()
+            rows = [r for r in rows if r.instance_id in kept and not is_excluded(r.repo, banned)]
             rows = interleave(rows, max_per_repo)
             settings = corpus_settings(settings, pool).model_copy(update={"rerank": True})
             comment = fitting.CORPUS_COMMENT

@@ -59,24 +59,6 @@ DEFAULT_MAX_PER_REPO = 40  # one big project should not teach the ranker alone
 ERRORS_FILE = "errors.jsonl"
 SUMMARY_FILE = "corpus.json"
 
-# The 12 SWE-bench repositories: the benchmark, never training data.
-BENCHMARK_REPOS = frozenset(
-    {
-        "django/django",
-        "sympy/sympy",
-        "scikit-learn/scikit-learn",
-        "matplotlib/matplotlib",
-        "astropy/astropy",
-        "sphinx-doc/sphinx",
-        "pytest-dev/pytest",
-        "pylint-dev/pylint",
-        "pydata/xarray",
-        "mwaskom/seaborn",
-        "pallets/flask",
-        "psf/requests",
-    }
-)
-
 
 @dataclass
 class CorpusRow:

@@ -28,8 +28,9 @@ import numpy as np
 
 from spider.errors import InputError
 from spider.eval.metrics import reciprocal_rank
-from spider.learn.corpus import BENCHMARK_REPOS, CorpusRow, read_corpus, summarise
+from spider.learn.corpus import CorpusRow, read_corpus, summarise
 from spider.learn.cv import CVReport, repository_folds
+from spider.learn.excluded import excluded_repos, is_excluded
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.paired import Scored, paired_deltas
 from spider.learn.platt import fit_platt
@@ -173,10 +174,12 @@ def ship_refusal(evidence: Mapping[str, Mapping[str, Any]]) -> str | None:
 
 
 def training_rows(rows: Sequence[CorpusRow]) -> tuple[list[CorpusRow], int]:
-    """Rows that may teach: not from a benchmark repository, with an edited function in the
-    graph. Returns them and how many benchmark rows were left out."""
-    bench = sum(1 for r in rows if r.repo in BENCHMARK_REPOS)
-    return [r for r in rows if r.repo not in BENCHMARK_REPOS and r.labels > 0], bench
+    """Rows that may teach: not from an excluded repository (the benchmarks' and the held-out
+    evaluation's, :mod:`spider.learn.excluded`), with an edited function in the graph.
+    Returns them and how many excluded rows were left out."""
+    excluded = excluded_repos()
+    banned = sum(1 for r in rows if is_excluded(r.repo, excluded))
+    return [r for r in rows if not is_excluded(r.repo, excluded) and r.labels > 0], banned
 
 
 @dataclass
@@ -526,7 +529,7 @@ def run(config: RankerRun) -> RankerFit:
         cv["learning_curve"] = learning_curve(rows, chosen.params, folds=config.folds, weak=weak)
     data = summarise(rows)
     cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
-    cv["benchmark_rows_left_out"] = bench + weak_bench
+    cv["excluded_rows_left_out"] = bench + weak_bench
     if weak:
         w = summarise(weak)
         cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}

@@ -80,11 +80,12 @@ def test_rows_keep_edited_functions_the_pool_missed(tmp_path: Path) -> None:
     _corpus_file(tmp_path / "a__b-1.npz", "a/b", gold_outside=True)
     _corpus_file(tmp_path / "a__b-2.npz", "a/b", gold_outside=False)
     _corpus_file(tmp_path / "psf__requests-1.npz", "psf/requests", gold_outside=False)
+    _corpus_file(tmp_path / "gin-gonic__gin-1.npz", "gin-gonic/gin", gold_outside=False)
     q = {p.stem: _unit(np.ones((1, DIM))) for p in tmp_path.glob("*.npz")}
     del q["a__b-2"]
     rows, skipped = adapter_rows(sorted(tmp_path.glob("*.npz")), q)
     assert [r.instance_id for r in rows] == ["a__b-1"]
-    assert skipped == {"benchmark": 1, "no_label": 0, "no_issue_text": 1}
+    assert skipped == {"excluded": 2, "no_label": 0, "no_issue_text": 1}
     assert len(rows[0].candidates) == 6 and rows[0].positive.tolist() == [0] * 5 + [1]
 
 

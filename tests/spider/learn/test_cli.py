@@ -77,7 +77,7 @@ def test_corpus_then_ranker_then_selector(setup: tuple[Path, Path], tmp_path: Pa
     )
     assert res.exit_code == 0, res.output
     cv = json.loads((tmp_path / "cv.json").read_text())
-    assert cv["benchmark_rows_left_out"] == 1  # psf/requests never teaches
+    assert cv["excluded_rows_left_out"] == 1  # psf/requests never teaches
     assert set(cv["data"]["by_repo"]) == {"acme/shop", "acme/store"}
     ranker = PoolRanker.load(model)
     assert ranker.meta["command"].startswith("spider train")  # as typed (here: pytest argv)
@@ -125,7 +125,7 @@ def test_corpus_then_encoder(setup: tuple[Path, Path], tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     cv = json.loads((tmp_path / "cv.json").read_text())
-    assert cv["left_out"]["benchmark"] == 1  # psf/requests never teaches
+    assert cv["left_out"]["excluded"] == 1  # psf/requests never teaches
     assert cv["instances"] == 2 and cv["repositories"] == 2
     assert {"identity", "grid", "chosen", "pays"} <= set(cv)
     got = QueryAdapter.load(adapter)
@@ -146,7 +146,7 @@ def test_the_adapter_run_reports_and_writes_without_the_command(
     config = AdapterRun((corpus,), (setup[1],), "spider train encoder ...", target, folds=2)
     report_only = run(config)
     assert report_only.written is None and not target.exists()
-    assert report_only.cv["left_out"]["benchmark"] == 1 and report_only.cv["instances"] == 2
+    assert report_only.cv["left_out"]["excluded"] == 1 and report_only.cv["instances"] == 2
     fit = run(AdapterRun((corpus,), (setup[1],), "spider train encoder ...", target, True, 2))
     assert fit.written == target
     assert fit.cv["chosen"]["params"] == report_only.cv["chosen"]["params"]  # timings aside

@@ -123,10 +123,11 @@ def test_cv_needs_two_repositories() -> None:
         cross_validate([r for r in ROWS if r.repo == "o/r0"], SMALL)
 
 
-def test_benchmark_repositories_never_teach() -> None:
-    bench = _row(99, "psf/requests")
-    rows, left_out = training_rows([*ROWS, bench])
-    assert left_out == 1 and bench not in rows
+def test_excluded_repositories_never_teach() -> None:
+    # a SWE-bench repository, a held-out evaluation's one (not SWE-bench), in any case
+    banned = [_row(97, "psf/requests"), _row(98, "BurntSushi/ripgrep"), _row(99, "Tokio-rs/Tokio")]
+    rows, left_out = training_rows([*ROWS, *banned])
+    assert left_out == 3 and rows == [r for r in ROWS if r.labels > 0]
 
 
 def test_learning_curve_has_every_share() -> None:
