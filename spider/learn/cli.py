@@ -97,6 +97,17 @@ WithoutOpt = Annotated[
         help="leave a feature family out of the fit (history), to measure what it adds",
     ),
 ]
+RecipeOfOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--recipe-of",
+        exists=True,
+        dir_okay=False,
+        help="cross-validate and fit this model file's recipe (its recorded settings, without "
+        "the feature families it never read) instead of choosing on the grid: to measure an "
+        "older file's recipe on today's corpus, paired against --weights-file's",
+    ),
+]
 DevCorpusOpt = Annotated[
     list[Path] | None,
     typer.Option(
@@ -245,6 +256,7 @@ def ranker(
     weak_dirs: WeakCorpusOpt = None,
     without_families: WithoutOpt = None,
     dev_dirs: DevCorpusOpt = None,
+    recipe_from: RecipeOfOpt = None,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it
     (spider/rank/pool_ranker.json)."""
@@ -255,7 +267,7 @@ def ranker(
     config = RankerRun(
         tuple(corpus_dirs), command_line(GROUP), weights_file or MODEL_FILE, write_weights,
         curve, folds, tuple(weak_dirs or []), tuple(without_families or []),
-        tuple(dev_dirs or []),
+        tuple(dev_dirs or []), recipe_from,
     )  # fmt: skip
     try:
         fit = run(config)

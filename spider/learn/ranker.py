@@ -363,6 +363,22 @@ def recipe_of(path: Path) -> tuple[Params, tuple[str, ...]] | None:
     return Params(**{k: v for k, v in params.items() if k in known}), left_out
 
 
+def given_recipe(path: Path, drop: Sequence[str]) -> tuple[tuple[Params, ...], list[str]]:
+    """A one-point grid of ``path``'s recipe, and the families to leave out: those it never
+    read besides ``drop``."""
+    try:
+        recipe = recipe_of(path)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the model file {path}: {exc}") from exc
+    if recipe is None:
+        raise InputError(
+            f"{path} records no settings or feature list, so its recipe cannot be refitted; "
+            "give --recipe-of a file written by `spider train ranker`"
+        )
+    params, left_out = recipe
+    return (params,), sorted({*drop, *left_out})
+
+
 PAIRED_METRICS = ("R@5", "R@20", "MRR@20")
 
 
@@ -500,6 +516,7 @@ class RankerRun:
     weak_dirs: tuple[Path, ...] = ()  # fitted on, never scored
     without: tuple[str, ...] = ()  # feature families left out
     dev_dirs: tuple[Path, ...] = ()  # development pools: choose between models, never fit
+    recipe_from: Path | None = None  # this file's recipe instead of the grid's choice
 
 
 @dataclass
@@ -513,18 +530,23 @@ class RankerFit:
 
 
 def run(config: RankerRun) -> RankerFit:
-    """Cross-validate the grid on the corpus, fit the chosen point on every row (when it
-    is to be written or compared on development pools), compare its recipe with the
-    replaced file's in the same CV, paired (when that file records its settings), and
-    write it where allowed."""
-    drop = list(config.without)
+    """Cross-validate the grid (or one file's recipe) on the corpus, fit the chosen point on
+    every row (when it is to be written, compared on development pools, or is a file's
+    recipe), compare its recipe with the replaced file's in the same CV, paired (when that
+    file records its settings), and write it where allowed."""
+    grid, drop = GRID, list(config.without)
+    if config.recipe_from is not None:
+        grid, drop = given_recipe(config.recipe_from, drop)
     raw, bench = training_rows([r for d in config.corpus_dirs for r in read_corpus(d)])
     raw_weak, weak_bench = training_rows([r for d in config.weak_dirs for r in read_corpus(d)])
     rows, weak = without(raw, drop), without(raw_weak, drop)
     names = [d.name for d in config.dev_dirs]
     dev = {d.name if names.count(d.name) == 1 else str(d): read_corpus(d) for d in config.dev_dirs}
-    report = cross_validate(rows, folds=config.folds, weak=weak)
+    report = cross_validate(rows, grid, folds=config.folds, weak=weak)
     chosen, cv = report.chosen, report.to_json()
+    if config.recipe_from is not None:
+        cv["chosen_by"] = f"the recipe of {config.recipe_from.name}"
+
     if config.curve:
         cv["learning_curve"] = learning_curve(rows, chosen.params, folds=config.folds, weak=weak)
     data = summarise(rows)
@@ -535,7 +557,7 @@ def run(config: RankerRun) -> RankerFit:
         cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
     cv["without"] = drop
     result = RankerFit(cv)
-    if not (config.write or dev):
+    if not (config.write or dev or config.recipe_from):
         return result
     model = dataclasses.replace(fit([*rows, *weak], chosen.params), calibration=chosen.calibration)
     replaced = config.target if config.target.is_file() else MODEL_FILE  # else the shipped

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -92,3 +93,34 @@ def test_run_fits_writes_a_candidate_and_refuses_the_shipped_file_without_eviden
     assert fit.written == out and fit.refusal is None
     model = PoolRanker.load(out)
     assert model.meta["command"] == "spider train ranker ..." and model.meta["learning_curve"]
+
+
+def test_an_older_files_recipe_is_refitted_and_paired_by_the_command(tmp_path: Path) -> None:
+    """--recipe-of fits a file's recorded recipe (without the families it never read)
+    instead of the grid's choice; against that same file's recipe every delta is 0."""
+    from spider.learn.ranker import fit
+    from spider.rank.features import HISTORY_FEATURES
+    from tests.spider.learn.test_ranker import SMALL, _write
+
+    rows = [_history_row(i, f"o/r{i % 4}") for i in range(24)]
+    train = _corpus(tmp_path / "train", rows)
+    params = {"leaves": 3, "trees": 20, "learning_rate": 0.05, "min_child": 5, "prior": 1.0}
+    n_old = len(RANKER_FEATURES) - len(HISTORY_FEATURES)  # a file from before history
+    older = fit([replace(r, x=r.x[:, :n_old]) for r in rows], SMALL[0])
+    old = _write(tmp_path / "old.json", older, {"params": params})
+    body = json.loads(old.read_text())
+    old.write_text(json.dumps({**body, "features": list(RANKER_FEATURES[:n_old])}))
+    args = ["train", "ranker", "-c", str(train), "--no-curve", "--folds", "2"]
+    res = runner.invoke(app, [*args, "--recipe-of", str(old), "--weights-file", str(old)])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output[: res.output.rindex("}") + 1])
+    assert report["chosen_by"] == "the recipe of old.json"
+    assert {k: report["chosen"]["params"][k] for k in params} == params
+    assert report["without"] == ["history"]
+    versus = report["versus_predecessor_recipe"]
+    assert all(versus[m]["delta"] == 0.0 for m in ("R@5", "R@20", "MRR@20"))
+
+    bare = _write(tmp_path / "bare.json", fit(rows, SMALL[0]))  # records no settings
+    refused = runner.invoke(app, [*args, "--recipe-of", str(bare)])
+    assert refused.exit_code != 0
+    assert "records no settings" in refused.output and "--recipe-of" in refused.output
