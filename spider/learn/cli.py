@@ -355,7 +355,7 @@ def selector(
         read_corpus,
     )
     from spider.learn.dev_fit import Fitting
-    from spider.learn.excluded import excluded_repos, is_excluded
+    from spider.learn.excluded import drop_excluded, excluded_repos
 
     settings = engine_settings(k, cache_dir)
     comment = fitting.COMMENT
@@ -365,8 +365,8 @@ def selector(
             logging.getLogger("spider").setLevel(logging.INFO)
             kept = {r.instance_id for r in read_corpus(corpus_dir) if r.labels > 0}
             rows = dedupe_by_text(rows)
-            banned = excluded_repos()
-            rows = [r for r in rows if r.instance_id in kept and not is_excluded(r.repo, banned)]
+            rows, _ = drop_excluded(rows, lambda r: r.repo, excluded_repos())
+            rows = [r for r in rows if r.instance_id in kept]
             rows = interleave(rows, max_per_repo)
             settings = corpus_settings(settings, pool).model_copy(update={"rerank": True})
             comment = fitting.CORPUS_COMMENT

@@ -30,7 +30,7 @@ from spider.errors import InputError
 from spider.eval.metrics import reciprocal_rank
 from spider.learn.corpus import CorpusRow, read_corpus, summarise
 from spider.learn.cv import CVReport, repository_folds
-from spider.learn.excluded import excluded_repos, is_excluded
+from spider.learn.excluded import drop_excluded, excluded_repos
 from spider.learn.model_file import Provenance, write_model_file
 from spider.learn.paired import Scored, paired_deltas
 from spider.learn.platt import fit_platt
@@ -177,9 +177,8 @@ def training_rows(rows: Sequence[CorpusRow]) -> tuple[list[CorpusRow], int]:
     """Rows that may teach: not from an excluded repository (the benchmarks' and the held-out
     evaluation's, :mod:`spider.learn.excluded`), with an edited function in the graph.
     Returns them and how many excluded rows were left out."""
-    excluded = excluded_repos()
-    banned = sum(1 for r in rows if is_excluded(r.repo, excluded))
-    return [r for r in rows if not is_excluded(r.repo, excluded) and r.labels > 0], banned
+    kept, dropped = drop_excluded(rows, _repo, excluded_repos())
+    return [r for r in kept if r.labels > 0], sum(dropped.values())
 
 
 @dataclass
@@ -537,8 +536,8 @@ def run(config: RankerRun) -> RankerFit:
     grid, drop = GRID, list(config.without)
     if config.recipe_from is not None:
         grid, drop = given_recipe(config.recipe_from, drop)
-    raw, bench = training_rows([r for d in config.corpus_dirs for r in read_corpus(d)])
-    raw_weak, weak_bench = training_rows([r for d in config.weak_dirs for r in read_corpus(d)])
+    raw, banned = training_rows([r for d in config.corpus_dirs for r in read_corpus(d)])
+    raw_weak, weak_banned = training_rows([r for d in config.weak_dirs for r in read_corpus(d)])
     rows, weak = without(raw, drop), without(raw_weak, drop)
     names = [d.name for d in config.dev_dirs]
     dev = {d.name if names.count(d.name) == 1 else str(d): read_corpus(d) for d in config.dev_dirs}
@@ -551,7 +550,7 @@ def run(config: RankerRun) -> RankerFit:
         cv["learning_curve"] = learning_curve(rows, chosen.params, folds=config.folds, weak=weak)
     data = summarise(rows)
     cv["data"] = {k: data[k] for k in ("repositories", "total", "pool_recall", "by_repo")}
-    cv["excluded_rows_left_out"] = bench + weak_bench
+    cv["excluded_rows_left_out"] = banned + weak_banned
     if weak:
         w = summarise(weak)
         cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
