@@ -301,20 +301,32 @@ def held_out_orders(
             yield r, s, np.argsort(-s, kind="stable")
 
 
+@dataclass(frozen=True)
+class HeldOut:
+    """One recipe's leave-repository-out run: the ``report`` (before = the first stage's
+    order of the same pools), the out-of-fold (first item's score, whether it is edited)
+    pairs in ``top``, and each instance's metrics in ``scored`` (for a paired comparison)."""
+
+    report: dict[str, Any]
+    top: list[tuple[float, int]]
+    scored: Scored
+
+
 def loro(
     rows: Sequence[CorpusRow],
     params: Params,
     folds: int = 0,
     weak: Sequence[CorpusRow] = (),
-) -> tuple[dict[str, Any], list[tuple[float, int]]]:
-    """Leave-repository-out figures of ``params`` (before = the first stage's order of the
-    same pools; ``folds`` groups of repositories, 0 = one per repository) and the
-    out-of-fold (first item's score, whether it is edited) pairs. ``weak`` rows (e.g. fix
-    commits mined from history) join each fold's fit, never its scores."""
+) -> HeldOut:
+    """Leave-repository-out figures of ``params`` (``folds`` groups of repositories, 0 = one
+    per repository). ``weak`` rows (e.g. fix commits mined from history) join each fold's
+    fit, never its scores."""
     tally = Tally()
     top: list[tuple[float, int]] = []
+    scored: dict[str, tuple[str, dict[str, float]]] = {}
     for r, s, order in held_out_orders(rows, params, folds, weak):
         tally.add(r, order)
+        scored[r.instance_id] = (r.repo, tally.after[-1])
         if len(order):
             top.append((float(s[order[0]]), int(r.y[order[0]])))
     before, after = tally.before, tally.after
@@ -336,18 +348,7 @@ def loro(
         "ranker": mean_metrics(after),
         "by_repo": by_repo,
     }
-    return report, top
-
-
-def out_of_fold(
-    rows: Sequence[CorpusRow], params: Params, folds: int = 0, weak: Sequence[CorpusRow] = ()
-) -> dict[str, tuple[str, dict[str, float]]]:
-    """Each instance's metrics as ordered by ``params`` fitted without its fold (the same
-    folds as :func:`loro`), keyed by instance id, beside its repository."""
-    return {
-        r.instance_id: (r.repo, metrics(r.y[order], r.labels))
-        for r, _s, order in held_out_orders(rows, params, folds, weak)
-    }
+    return HeldOut(report, top, scored)
 
 
 def recipe_of(path: Path) -> tuple[Params, tuple[str, ...]] | None:
@@ -387,18 +388,22 @@ def versus_recipe(
     baseline: tuple[Params, Sequence[str]],
     folds: int = 0,
     weak: Sequence[CorpusRow] = (),
+    candidate_scored: Scored | None = None,
 ) -> dict[str, Any]:
     """Two recipes (settings, families left out) in the same corpus CV, paired per
-    instance: whether the candidate's recipe loses to the baseline's beyond the noise."""
+    instance: whether the candidate's recipe loses to the baseline's beyond the noise.
+    ``candidate_scored``: the candidate's out-of-fold metrics where its CV already made them
+    (the same folds), so they are not fitted again."""
 
     def scored(recipe: tuple[Params, Sequence[str]]) -> Scored:
         params, drop = recipe
-        return out_of_fold(without(raw, drop), params, folds, without(weak, drop))
+        return loro(without(raw, drop), params, folds, without(weak, drop)).scored
 
     params, drop = baseline
+    mine = candidate_scored if candidate_scored is not None else scored(candidate)
     return {
         "baseline": {**dataclasses.asdict(params), "without": list(drop)},
-        **paired_deltas(scored(candidate), scored(baseline), PAIRED_METRICS),
+        **paired_deltas(mine, scored(baseline), PAIRED_METRICS),
     }
 
 
@@ -408,6 +413,7 @@ class RankerChoice:
 
     params: Params
     calibration: Calibration
+    scored: Scored  # each instance's out-of-fold metrics under ``params``
 
 
 def calibrate(top: Sequence[tuple[float, int]]) -> Calibration:
@@ -427,23 +433,26 @@ def cross_validate(
     its out-of-fold calibration (the report's ``chosen``), and every point's figures."""
     if len({r.repo for r in rows}) < 2:
         raise InputError("leave-one-repository-out CV needs instances from at least 2 repositories")
-    points: list[tuple[Params, dict[str, Any], list[tuple[float, int]]]] = []
+    points: list[tuple[Params, HeldOut]] = []
     for params in grid:
-        report, top = loro(rows, params, folds, weak)
-        log.info("%s: %s", params, report["ranker"])
-        points.append((params, report, top))
-    best = max(points, key=lambda p: (p[1]["ranker"][key], p[1]["ranker"]["MRR@20"]))
+        run = loro(rows, params, folds, weak)
+        log.info("%s: %s", params, run.report["ranker"])
+        points.append((params, run))
+    best_params, best = max(
+        points, key=lambda p: (p[1].report["ranker"][key], p[1].report["ranker"]["MRR@20"])
+    )
     how = f"{folds} groups of repositories" if folds else "leave one repository out"
     cv = {
         "folds": how,
         "chosen_by": key,
-        "chosen": best[1],
+        "chosen": best.report,
         "grid": [
-            {**p[1]["params"], **{f"ranker {k}": v for k, v in p[1]["ranker"].items()}}
-            for p in points
+            {**r.report["params"], **{f"ranker {k}": v for k, v in r.report["ranker"].items()}}
+            for _p, r in points
         ],
     }
-    return CVReport(RankerChoice(best[0], calibrate(best[2])), len(rows), how, cv)
+    choice = RankerChoice(best_params, calibrate(best.top), best.scored)
+    return CVReport(choice, len(rows), how, cv)
 
 
 def learning_curve(
@@ -566,7 +575,7 @@ def run(config: RankerRun) -> RankerFit:
     recipe = recipe_of(replaced) if predecessor is not None else None
     if recipe is not None:  # the predecessor's recipe in the same CV, paired
         cv["versus_predecessor_recipe"] = versus_recipe(
-            raw, (chosen.params, drop), recipe, config.folds, raw_weak
+            raw, (chosen.params, drop), recipe, config.folds, raw_weak, chosen.scored
         )
     if config.write:
         shipped = config.target.resolve() == MODEL_FILE.resolve()

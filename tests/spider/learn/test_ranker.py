@@ -98,7 +98,7 @@ def test_the_calibration_is_platt_of_the_chosen_points_out_of_fold_first_items()
     report = cross_validate(rows, SMALL)
     cv, cal = report.to_json(), report.chosen.calibration
     assert 0.0 < cv["chosen"]["ranker"]["R@1"] < 1.0  # the first item is right sometimes
-    _report, top = loro(rows, SMALL[0])
+    top = loro(rows, SMALL[0]).top
     assert cal == fit_platt(np.array([s for s, _ in top]), np.array([y for _, y in top]))
     assert cal.slope > 0  # a higher ranker score: likelier the edited function
     assert 0.0 < cal.probability(float(np.median([s for s, _ in top]))) < 1.0
@@ -225,8 +225,8 @@ def test_weak_rows_teach_but_never_score_nor_leak_their_repository() -> None:
     weak_other = [misleading(90 + i, "o/h") for i in range(2)]
     assert with_weak(real[:2], [real[2]], weak_same + weak_other) == [*real[:2], *weak_other]
     # two folds (o/r0, o/r1): o/r0's weak rows may only teach the fold that holds out o/r1
-    alone = loro(real, SMALL[0], weak=())[0]
-    mixed = loro(real, SMALL[0], weak=weak_same)[0]
+    alone = loro(real, SMALL[0], weak=()).report
+    mixed = loro(real, SMALL[0], weak=weak_same).report
     assert mixed["instances"] == alone["instances"] == len(real)  # weak rows are never scored
     assert mixed["by_repo"]["o/r1"] != alone["by_repo"]["o/r1"]
     assert mixed["by_repo"]["o/r0"] == alone["by_repo"]["o/r0"]
@@ -339,3 +339,10 @@ def test_recipes_are_compared_on_the_same_folds_instance_by_instance() -> None:
     blind = versus_recipe(rows, (SMALL[0], ()), (SMALL[0], ("history",)), folds=2)
     assert blind["MRR@20"]["delta"] > 0 and blind["baseline"]["without"] == ["history"]
     assert blind["MRR@20"]["candidate"] == same["MRR@20"]["candidate"]
+    # the candidate's figures from its own CV stand in for fitting it again
+    chosen = cross_validate(rows, SMALL[:1], folds=2).chosen
+    assert chosen.scored == loro(rows, SMALL[0], folds=2).scored
+    reused = versus_recipe(
+        rows, (SMALL[0], ()), (SMALL[0], ("history",)), folds=2, candidate_scored=chosen.scored
+    )
+    assert reused == blind
