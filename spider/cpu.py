@@ -9,20 +9,44 @@ from pathlib import Path
 # PyTorch's bf16 autocast embeds ~2.7x faster than fp32 (README, `spider bench speed`);
 # elsewhere it is emulated and slower than fp32.
 BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
+# What sets an encoder's speed, widest first, as a speed report names it: bf16 with AMX is
+# 2.6-2.9x fp32, with AVX-512 BF16 alone (AMD Zen 4) 1.3x (docs/benchmark.md, "Speed").
+VECTOR_FEATURES = (
+    ("amx_bf16", "AMX"),
+    ("avx512_bf16", "AVX-512 BF16"),
+    ("avx512_vnni", "AVX-512 VNNI"),
+    ("avx512f", "AVX-512"),
+    ("avx2", "AVX2"),
+)
+
+
+def _first_cpu_field(cpuinfo: Path, name: str) -> str | None:
+    """The value of ``name`` for the first CPU in ``cpuinfo`` (None: no such file or field)."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == name:
+            return value.strip()
+    return None
 
 
 @lru_cache(maxsize=1)
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     """The feature flags of the first CPU in ``cpuinfo`` (empty where there is no such file)."""
-    try:
-        text = cpuinfo.read_text(errors="replace")
-    except OSError:
-        return frozenset()
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "flags":
-            return frozenset(value.split())
-    return frozenset()
+    return frozenset((_first_cpu_field(cpuinfo, "flags") or "").split())
+
+
+def cpu_summary(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name and the vector features that set an encoder's speed, e.g.
+    ``AMD EPYC (AVX-512 BF16, AVX-512 VNNI, AVX-512, AVX2)``; ``unknown CPU`` where
+    ``cpuinfo`` says nothing."""
+    flags = cpu_flags.__wrapped__(cpuinfo)
+    features = ", ".join(label for flag, label in VECTOR_FEATURES if flag in flags)
+    model = _first_cpu_field(cpuinfo, "model name") or "unknown CPU"
+    return f"{model} ({features})" if features else model
 
 
 def has_native_bf16(flags: frozenset[str] | None = None) -> bool:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from spider.cpu import has_native_bf16
+from spider.cpu import cpu_summary, has_native_bf16
 from spider.models import Issue
 from spider.retrieve.dense import BACKENDS
 from spider.settings import DEFAULT_COLD_POOL, EngineSettings, embeds_whole
@@ -69,6 +69,7 @@ class SpeedRun:
     commit: str
     functions: int = 0
     steps: list[Step] = field(default_factory=list)
+    cpu: str = field(default_factory=cpu_summary)  # model and vector features (AMX or not)
 
     def add(self, name: str, value: float | None, unit: str, **detail: Any) -> Step:
         """Record one figure (with the load average now)."""
@@ -83,6 +84,7 @@ class SpeedRun:
             "commit": self.commit,
             "functions": self.functions,
             "cpus": os.cpu_count(),
+            "cpu": self.cpu,
             "steps": [s.__dict__ for s in self.steps],
         }
 
@@ -454,7 +456,8 @@ def _cli_wall(
 def render_speed(run: SpeedRun) -> str:
     """The run as a Markdown table."""
     lines = [
-        f"`{run.repo}` at `{run.commit[:10]}`, {run.functions} functions, {os.cpu_count()} CPUs",
+        f"`{run.repo}` at `{run.commit[:10]}`, {run.functions} functions, {os.cpu_count()} CPUs: "
+        + run.cpu,
         "",
         "| step | value | unit | load (1 min) |",
         "|---|---:|---|---:|",

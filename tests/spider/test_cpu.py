@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spider.cpu import cpu_flags, default_encoder, has_native_bf16
+from spider.cpu import cpu_flags, cpu_summary, default_encoder, has_native_bf16
 from spider.settings import EngineSettings, onnx_exportable
 
 SAPPHIRE = frozenset({"avx2", "avx512f", "avx512_vnni", "amx_bf16", "amx_int8", "amx_tile"})
@@ -43,3 +43,15 @@ def test_auto_never_picks_onnx_for_a_model_it_cannot_export(tmp_path: Path) -> N
     assert not onnx_exportable("sentence-transformers/all-mpnet-base-v2")
     hub = EngineSettings(model="sentence-transformers/all-mpnet-base-v2").encoder
     assert hub == default_encoder(onnx=False) and hub != "onnx"
+
+
+def test_the_summary_names_the_model_and_what_sets_the_encoders_speed(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nmodel name\t: AMD EPYC\n"
+                    "flags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni\n")  # fmt: skip
+    assert cpu_summary(info) == "AMD EPYC (AVX-512 BF16, AVX-512 VNNI, AVX-512, AVX2)"
+    info.write_text("model name\t: Xeon\nflags\t: avx2 avx512f amx_bf16 avx512_bf16\n")
+    assert cpu_summary(info) == "Xeon (AMX, AVX-512 BF16, AVX-512, AVX2)"
+    info.write_text("flags\t: fpu sse2\n")  # no model name, none of the vector features
+    assert cpu_summary(info) == "unknown CPU"
+    assert cpu_summary(tmp_path / "absent") == "unknown CPU"

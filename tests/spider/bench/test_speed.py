@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from spider.bench.speed import measure_speed, render_speed, write_speed
+from spider.cpu import cpu_summary
 from spider.settings import EngineSettings
 from tests.spider.bench.helpers import commit_files, init_repo
 
@@ -43,7 +44,9 @@ def test_speed_measures_every_step(tmp_path: Path) -> None:
     write_speed(run, tmp_path / "speed.json")
     data = json.loads((tmp_path / "speed.json").read_text())
     assert data["functions"] == 12 and len(data["steps"]) == len(run.steps)
+    assert data["cpu"] == run.cpu == cpu_summary()  # which CPU, AMX or not, travels with it
     assert "| encode onnx-int8 |" in render_speed(run)
+    assert render_speed(run).splitlines()[0].endswith(f"CPUs: {run.cpu}")
 
 
 def test_speed_compares_a_tuned_delta_with_the_bundled_weights_in_one_run(tmp_path: Path) -> None:
