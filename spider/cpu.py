@@ -20,32 +20,37 @@ VECTOR_FEATURES = (
 )
 
 
-def _first_cpu_field(cpuinfo: Path, name: str) -> str | None:
-    """The value of ``name`` for the first CPU in ``cpuinfo`` (None: no such file or field)."""
+def _cpuinfo_fields(cpuinfo: Path) -> dict[str, str]:
+    """Each field's first value in ``cpuinfo`` (the first CPU's; empty: no such file)."""
     try:
         text = cpuinfo.read_text(errors="replace")
     except OSError:
-        return None
+        return {}
+    fields: dict[str, str] = {}
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() == name:
-            return value.strip()
-    return None
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def _flags(fields: dict[str, str]) -> frozenset[str]:
+    return frozenset(fields.get("flags", "").split())
 
 
 @lru_cache(maxsize=1)
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     """The feature flags of the first CPU in ``cpuinfo`` (empty where there is no such file)."""
-    return frozenset((_first_cpu_field(cpuinfo, "flags") or "").split())
+    return _flags(_cpuinfo_fields(cpuinfo))
 
 
 def cpu_summary(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name and the vector features that set an encoder's speed, e.g.
     ``AMD EPYC (AVX-512 BF16, AVX-512 VNNI, AVX-512, AVX2)``; ``unknown CPU`` where
     ``cpuinfo`` says nothing."""
-    flags = cpu_flags.__wrapped__(cpuinfo)
+    fields = _cpuinfo_fields(cpuinfo)  # read once, model and flags together
+    flags = _flags(fields)
     features = ", ".join(label for flag, label in VECTOR_FEATURES if flag in flags)
-    model = _first_cpu_field(cpuinfo, "model name") or "unknown CPU"
+    model = fields.get("model name") or "unknown CPU"
     return f"{model} ({features})" if features else model
 
 

@@ -265,14 +265,16 @@ class Tally:
         default_factory=dict
     )
 
-    def add(self, row: CorpusRow, order: np.ndarray) -> None:
-        """Score ``row``'s pool as the first stage ordered it and as ``order`` does."""
+    def add(self, row: CorpusRow, order: np.ndarray) -> dict[str, float]:
+        """Score ``row``'s pool as the first stage ordered it and as ``order`` does; returns
+        the metrics of ``order``."""
         b, a = metrics(row.y, row.labels), metrics(row.y[order], row.labels)
         self.before.append(b)
         self.after.append(a)
         mine = self.per_repo.setdefault(row.repo, ([], []))
         mine[0].append(b)
         mine[1].append(a)
+        return a
 
 
 def _repo(r: CorpusRow) -> str:
@@ -325,8 +327,7 @@ def loro(
     top: list[tuple[float, int]] = []
     scored: dict[str, tuple[str, dict[str, float]]] = {}
     for r, s, order in held_out_orders(rows, params, folds, weak):
-        tally.add(r, order)
-        scored[r.instance_id] = (r.repo, tally.after[-1])
+        scored[r.instance_id] = (r.repo, tally.add(r, order))
         if len(order):
             top.append((float(s[order[0]]), int(r.y[order[0]])))
     before, after = tally.before, tally.after
