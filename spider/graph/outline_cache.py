@@ -16,9 +16,10 @@ import logging
 import sqlite3
 import zlib
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import fields
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from spider.sqlite_table import SqliteTable
 
 log = logging.getLogger(__name__)
 
-OUTLINE_VERSION = "2"  # bump when extract.py, the queries or _parse_one change an outline
+OUTLINE_VERSION = "3"  # bump when extract.py, the queries, _parse_one or the encoding change
 
 Entry = FileOutline | str  # an outline, or the reason the file was skipped
 
@@ -52,24 +53,47 @@ def outline_key(
     return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# Each dataclass as a row of its fields in declaration order: a third of the time
+# ``dataclasses.asdict`` takes (sympy's 812 outlines: 0.33 s against 0.98 s).
+_ROW = {
+    cls: attrgetter(*(f.name for f in fields(cls)))
+    for cls in (Definition, CallSite, BaseRef, ImportRef)
+}
+
+
 def _encode(entry: Entry) -> bytes:
-    data: dict[str, Any] = {"skip": entry} if isinstance(entry, str) else asdict(entry)
+    """An outline as compressed JSON rows (a skip reason as ``{"skip": reason}``)."""
+    data: dict[str, Any] | list[Any]
+    if isinstance(entry, str):
+        data = {"skip": entry}
+    else:
+        data = [
+            entry.path,
+            entry.language,
+            entry.lines,
+            list(map(_ROW[Definition], entry.definitions)),
+            list(map(_ROW[CallSite], entry.calls)),
+            list(map(_ROW[BaseRef], entry.bases)),
+            list(map(_ROW[ImportRef], entry.imports)),
+            entry.packages,
+        ]
     return zlib.compress(json.dumps(data).encode("utf-8", "surrogatepass"), 1)
 
 
 def _decode(blob: bytes) -> Entry:
     data = json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
-    if "skip" in data:
+    if isinstance(data, dict):
         return str(data["skip"])
+    path, language, lines, definitions, calls, bases, imports, packages = data
     return FileOutline(
-        path=data["path"],
-        language=data["language"],
-        lines=data["lines"],
-        definitions=[Definition(**d) for d in data["definitions"]],
-        calls=[CallSite(**c) for c in data["calls"]],
-        bases=[BaseRef(**b) for b in data["bases"]],
-        imports=[ImportRef(**i) for i in data["imports"]],
-        packages=list(data["packages"]),
+        path=path,
+        language=language,
+        lines=lines,
+        definitions=[Definition(*row) for row in definitions],
+        calls=[CallSite(*row) for row in calls],
+        bases=[BaseRef(*row) for row in bases],
+        imports=[ImportRef(*row) for row in imports],
+        packages=list(packages),
     )
 
 

@@ -112,3 +112,26 @@ def test_a_broken_cache_file_costs_a_parse_not_the_index(tmp_path: Path) -> None
     graph, cached = load_or_build_graph(GitSource(repo, sha), settings)
     assert not cached and graph.stats.reused == 0
     assert "pkg/net.py:Session.send" in graph.functions()
+
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "graph"
+
+
+def test_outlines_of_every_language_come_back_as_they_went_in(tmp_path: Path) -> None:
+    files = {
+        str(p.relative_to(FIXTURES)): p.read_text(encoding="utf-8")
+        for p in sorted(FIXTURES.rglob("*"))
+        if p.is_file()
+    }
+    repo = init_repo(tmp_path / "repo")
+    sha = commit_files(repo, files, "fixtures")
+    settings = _settings(tmp_path)
+    cache = OutlineCache(tmp_path / "outlines")
+    parsed = build_graph(GitSource(repo, sha), settings, None, cache)
+    assert len(parsed.stats.parsed) >= 12  # every language of the fixtures
+    read = build_graph(GitSource(repo, sha), settings, None, cache)
+    assert read.stats.reused == sum(parsed.stats.parsed.values()) > 40  # none parsed again
+    assert read.stats.parsed == parsed.stats.parsed
+    assert _canon(read) == _canon(parsed)
+    kinds = {k for _, _, k in read.g.edges(keys=True)}
+    assert {"contains", "invokes", "imports", "inherits"} <= kinds
