@@ -165,7 +165,9 @@ def measure_speed(
     settings = base.model_copy(update={"cache_dir": main, "cold_pool": 0})
     index, secs = _timed(lambda: build_index(GitSource(repo, commit), settings, embed=False))
     run.functions = len(index.function_ids)
-    run.add("graph + BM25 (cold)", secs, "s", functions=run.functions)
+    parsers = index.graph.stats.parsers
+    run.add(f"graph + BM25 (cold; {parsers} parsing process{'es' if parsers > 1 else ''})",
+            secs, "s", functions=run.functions, parsers=parsers)  # fmt: skip
     log(f"graph {secs:.1f} s, {run.functions} functions")
     docs = index.documents()
 

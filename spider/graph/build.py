@@ -14,53 +14,37 @@ import logging
 import posixpath
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from tree_sitter import Node, Parser
-from tree_sitter_language_pack import get_language
-
 from spider.errors import NoSourceFiles
-from spider.graph.exclusions import (
-    SKIP_GENERATED,
-    PathRules,
-    attributes_by_directory,
-    generated_by_content,
-    gitattributes_paths,
-)
-from spider.graph.extract import (
-    FileOutline,
-    ParseFailure,
-    ParseTimeout,
-    build_outline,
-    load_query,
-    parse_source,
-)
+from spider.graph.exclusions import PathRules, attributes_by_directory, gitattributes_paths
+from spider.graph.extract import FileOutline
 from spider.graph.languages import LanguageSpec, has_cpp_sources, spec_for_path
 from spider.graph.model import CodeGraph, NodeInfo, ParseStats
-from spider.graph.outline_cache import Entry, OutlineCache, outline_key
+from spider.graph.outline_cache import OutlineCache, outline_key
+from spider.graph.parse_file import (
+    SKIP_TIMEOUT,
+    Entry,
+    FileResult,
+    Limits,
+    content_skip_reason,
+)
+from spider.graph.parse_pool import Work, chunked, parse_here, parse_in_pool, parsers_for
 from spider.graph.resolve import link
 from spider.settings import EngineSettings
 from spider.source import SourceTree
 
 log = logging.getLogger(__name__)
 
-# Reasons a file is skipped (keys of ParseStats.skipped); the path rules' reasons
-# (excluded, not_included, tests, linguist-attr, build, vendored, generated,
-# documentation) are in spider.graph.exclusions.
+# Reasons a file is skipped (keys of ParseStats.skipped) before or after it is read; the
+# path rules' reasons (excluded, not_included, tests, linguist-attr, build, vendored,
+# generated, documentation) are in spider.graph.exclusions, the content's (binary,
+# minified, lfs_pointer, parse_error, timeout) in spider.graph.parse_file.
 SKIP_TOO_LARGE = "too_large"
-SKIP_BINARY = "binary"
-SKIP_MINIFIED = "minified"
-SKIP_PARSE_ERROR = "parse_error"
-SKIP_TIMEOUT = "timeout"
 SKIP_UNREADABLE = "unreadable"
-SKIP_LFS_POINTER = "lfs_pointer"  # the content lives in Git LFS; the pointer is no code
 
-LFS_POINTER_PREFIX = b"version https://git-lfs.github.com/spec/"
-
-HUGE_LINE_FACTOR = 10  # one line this many times max_line_chars is a bundled blob, not source
 ROOT_DIR = "."
-UTF8_BOM = b"\xef\xbb\xbf"
 
 ProgressFn = Callable[[int, int], None]
 
@@ -69,6 +53,7 @@ ProgressFn = Callable[[int, int], None]
 class _Planned:
     path: str
     spec: LanguageSpec
+    size: int
     content_exempt: bool = False  # include / -linguist-generated: no generated-content check
 
 
@@ -157,7 +142,7 @@ def _plan(
         elif f.size > settings.max_file_bytes:
             stats.skipped[SKIP_TOO_LARGE] += 1
         else:
-            plan.append(_Planned(f.path, spec, rules.content_exempt(f.path)))
+            plan.append(_Planned(f.path, spec, f.size, rules.content_exempt(f.path)))
     return plan, unsupported
 
 
@@ -188,31 +173,42 @@ def _parse_all(
     progress: ProgressFn | None,
     cache: OutlineCache | None = None,
 ) -> list[FileOutline]:
-    """Outlines of the planned files, in plan order; skips counted in ``stats``."""
+    """Outlines of the planned files, in plan order; skips counted in ``stats``. Files the
+    cache lacks are parsed here, or on every core when there are enough of them
+    (:mod:`spider.graph.parse_pool`)."""
     keys = _outline_keys(source, plan, settings) if cache is not None else {}
     results: dict[str, Entry] = {}
     if cache is not None and keys:
         found = cache.get_many(keys.values())
         results = {path: found[key] for path, key in keys.items() if key in found}
         stats.reused = len(results)
-    spec_of = {p.path: p for p in plan}
-    parsers: dict[str, Parser] = {}
+    todo = {p.path: p for p in plan if p.path not in results}
     fresh: dict[str, Entry] = {}
     total, done = len(plan), len(results)
-    for path, data in source.read_many([p.path for p in plan if p.path not in results]):
-        planned = spec_of.get(path)
-        if planned is None:
-            continue
-        if not planned.content_exempt and generated_by_content(data):
-            outline, reason = None, SKIP_GENERATED
-        else:
-            outline, reason = _parse_one(path, data, planned.spec, settings, parsers)
-        results[path] = outline if outline is not None else reason
-        if path in keys and reason != SKIP_TIMEOUT:  # a timeout depends on the machine's load
-            fresh[keys[path]] = results[path]
+
+    def record(result: FileResult) -> None:
+        nonlocal done
+        if result.problem:
+            log.warning("file skipped: %s", result.problem, extra={"path": result.path})
+        results[result.path] = result.entry
+        if result.path in keys and result.entry != SKIP_TIMEOUT:  # a timeout depends on load
+            fresh[keys[result.path]] = result.entry
         done += 1
         if progress is not None:
             progress(done, total)
+
+    files: Iterator[Work] = (
+        (path, data, todo[path].spec, todo[path].content_exempt)
+        for path, data in source.read_many(list(todo))
+        if path in todo
+    )
+    limits = Limits(settings.max_line_chars, settings.parse_timeout_s)
+    parsers = parsers_for(settings.parse_workers, sum(p.size for p in todo.values()))
+    if parsers > 1 and len(todo) > 1:
+        stats.parsers = parsers
+        parse_in_pool(chunked(files), limits, parsers - 1, record)
+    else:
+        parse_here(files, limits, record)
     if cache is not None and fresh:
         cache.put_many(fresh)
     outlines: list[FileOutline] = []
@@ -246,83 +242,6 @@ def _outline_keys(
         for p in plan
         if p.path in blobs
     }
-
-
-def content_skip_reason(data: bytes, max_line_chars: int) -> str | None:
-    """Why a file's content is not worth parsing (binary, minified, LFS pointer), or None."""
-    if b"\0" in data:
-        return SKIP_BINARY
-    if data.startswith(LFS_POINTER_PREFIX):
-        return SKIP_LFS_POINTER
-    lines = data.count(b"\n") + 1
-    if len(data) / lines > max_line_chars:
-        return SKIP_MINIFIED
-    huge = HUGE_LINE_FACTOR * max_line_chars
-    if len(data) > huge and max(map(len, data.split(b"\n"))) > huge:
-        return SKIP_MINIFIED
-    return None
-
-
-def _as_utf8(path: str, data: bytes) -> bytes:
-    """The file as valid UTF-8 (invalid bytes become U+FFFD; it is still parsed).
-
-    A UTF-8 byte-order mark is dropped (grammars do not expect it; lines do not move).
-    """
-    if data.startswith(UTF8_BOM):
-        data = data[len(UTF8_BOM) :]
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        log.debug("invalid UTF-8, decoded with replacement", extra={"path": path})
-        return data.decode("utf-8", "replace").encode("utf-8")
-    return data
-
-
-def _parse_one(
-    path: str,
-    data: bytes,
-    spec: LanguageSpec,
-    settings: EngineSettings,
-    parsers: dict[str, Parser],
-) -> tuple[FileOutline | None, str]:
-    reason = content_skip_reason(data, settings.max_line_chars)
-    if reason is not None:
-        return None, reason
-    data = _as_utf8(path, data)
-    parser = parsers.get(spec.grammar)
-    if parser is None:
-        parser = parsers[spec.grammar] = Parser(get_language(spec.grammar))
-    started = time.monotonic()
-    try:
-        tree = parse_source(parser, data, settings.parse_timeout_s)
-    except ParseTimeout:
-        log.warning("parse timed out", extra={"path": path})
-        return None, SKIP_TIMEOUT
-    except ParseFailure as exc:
-        log.warning("parse failed", extra={"path": path, "error": str(exc)})
-        return None, SKIP_PARSE_ERROR
-    try:
-        outline = build_outline(path, spec.name, data, tree, load_query(spec.query, spec.grammar))
-    except Exception:  # one odd file must never abort indexing a whole repository
-        log.exception("outline failed", extra={"path": path})
-        return None, SKIP_PARSE_ERROR
-    if not outline.definitions and _unusable(tree.root_node):
-        return None, SKIP_PARSE_ERROR
-    if time.monotonic() - started > settings.parse_timeout_s:
-        log.warning("outline exceeded the parse budget", extra={"path": path})
-        return None, SKIP_TIMEOUT
-    return outline, ""
-
-
-def _unusable(root: Node) -> bool:
-    """A tree that is all error (another language, a binary format): nothing to index.
-
-    A root of type ERROR alone is not enough: C files full of macros often get one while
-    every function in them still parses.
-    """
-    if not root.has_error:
-        return False
-    return root.type == "ERROR" or all(c.type == "ERROR" for c in root.named_children)
 
 
 # -- nodes ------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ class ParseStats:
     skipped: Counter[str] = field(default_factory=Counter)  # reason -> files
     seconds: float = 0.0
     reused: int = 0  # files whose outline (or skip) came from the outline cache, not a parse
+    parsers: int = 1  # processes that parsed the rest (spider.graph.parse_pool)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -51,6 +52,7 @@ class ParseStats:
             "skipped": dict(self.skipped),
             "seconds": self.seconds,
             "reused": self.reused,
+            "parsers": self.parsers,
         }
 
 
@@ -174,6 +176,7 @@ class CodeGraph:
             skipped=Counter(st.get("skipped", {})),
             seconds=float(st.get("seconds", 0.0)),
             reused=int(st.get("reused", 0)),
+            parsers=int(st.get("parsers", 1)),
         )
         return cls(g, stats, data.get("commit"))
 

@@ -24,14 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from spider.graph.extract import BaseRef, CallSite, Definition, FileOutline, ImportRef
+from spider.graph.parse_file import Entry
 from spider.settings import EngineSettings
 from spider.sqlite_table import SqliteTable
 
 log = logging.getLogger(__name__)
 
-OUTLINE_VERSION = "3"  # bump when extract.py, the queries, _parse_one or the encoding change
-
-Entry = FileOutline | str  # an outline, or the reason the file was skipped
+OUTLINE_VERSION = "3"  # bump when extract.py, the queries, parse_file or the encoding change
 
 
 @lru_cache(maxsize=1)

@@ -51,6 +51,7 @@ from spider.settings.index import (
     HistorySettings,
     IndexSettings,
     StoreSettings,
+    WorkSettings,
     onnx_exportable,
 )
 from spider.settings.llm import (
@@ -78,14 +79,14 @@ __all__ = [
     "EncoderBackend", "EncoderSettings", "EngineSettings", "ExpansionSettings", "FirstStage",
     "FirstStageSettings", "GraphSettings", "HistorySettings", "IndexSettings", "LLMFormat",
     "LLMRole", "LLMServerSettings", "LLMSettings", "QuerySettings", "RankingSettings",
-    "SelectorName", "StoreSettings", "embeds_whole", "onnx_exportable", "parse_edges",
+    "SelectorName", "StoreSettings", "WorkSettings", "embeds_whole", "onnx_exportable", "parse_edges",
     "parse_edges_setting", "parse_name_set", "parse_roles",
 ]  # fmt: skip
 
 # The concerns in the order a reader meets them (docs/configuration.md has one table each).
 CONCERNS: tuple[type[Concern], ...] = (
     ExpansionSettings, FirstStageSettings, RankingSettings, ColdStartSettings,
-    GraphSettings, EncoderSettings, HistorySettings, StoreSettings,
+    GraphSettings, EncoderSettings, HistorySettings, StoreSettings, WorkSettings,
     AnthropicSettings, LLMServerSettings,
 )  # fmt: skip
 

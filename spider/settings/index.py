@@ -139,7 +139,19 @@ class StoreSettings(Concern):
         return self.onnx_dir or self.cache_dir
 
 
-class IndexSettings(GraphSettings, EncoderSettings, HistorySettings, StoreSettings):
+class WorkSettings(Concern):
+    """How much of the machine building an index uses: never what the index holds."""
+
+    parse_workers: int = Field(
+        0,
+        ge=0,
+        description="processes that parse a commit's files, the building one included; 0 = "
+        "one per usable core (at most 8) when at least 2 MB of source is to be parsed, else "
+        "1 (parse in the building process alone)",
+    )
+
+
+class IndexSettings(GraphSettings, EncoderSettings, HistorySettings, StoreSettings, WorkSettings):
     """Every setting an index reads from its own settings, not from a query's."""
 
 

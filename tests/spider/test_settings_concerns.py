@@ -19,6 +19,7 @@ from spider.settings import (
     IndexSettings,
     QuerySettings,
     StoreSettings,
+    WorkSettings,
 )
 from spider.source import DirectorySource
 from tests.spider.shop import write_shop
@@ -47,7 +48,8 @@ def test_every_field_lies_in_exactly_one_concern() -> None:
 
 def test_an_index_reads_no_setting_outside_its_group(tmp_path: Path) -> None:
     """What the worker's index cache and a benchmark's shared index are keyed by is every
-    setting the graph and the index's own methods read."""
+    setting the graph and the index's own methods read (the graph's key leaves out where
+    things are kept and how many processes parse: neither changes the graph)."""
     root = write_shop(tmp_path / "shop")
     settings = Recording(cache_dir=tmp_path / "cache", cold_pool=0, history_commits=50)
     READS.clear()
@@ -64,7 +66,8 @@ def test_an_index_reads_no_setting_outside_its_group(tmp_path: Path) -> None:
     index.history()
     assert index.missing_vectors() == 0
     index_reads = set(READS)
-    assert graph_reads - set(StoreSettings.model_fields) <= set(GRAPH_SETTINGS), graph_reads
+    outside_key = set(StoreSettings.model_fields) | set(WorkSettings.model_fields)  # no effect
+    assert graph_reads - outside_key <= set(GRAPH_SETTINGS), graph_reads
     assert {"max_file_bytes", "exclude_tests"} <= graph_reads  # the recording sees reads
     assert index_reads <= INDEX_SETTINGS, index_reads - INDEX_SETTINGS
     assert {"cache_dir", "encoder"} <= index_reads
