@@ -169,6 +169,10 @@ def measure_speed(
     run.add(f"graph + BM25 (cold; {parsers} parsing process{'es' if parsers > 1 else ''})",
             secs, "s", functions=run.functions, parsers=parsers)  # fmt: skip
     log(f"graph {secs:.1f} s, {run.functions} functions")
+    if parsers > 1:
+        ratio = _parse_ratio(repo, commit, base, parsers)
+        run.add(f"graph build: one parsing process / {parsers}", ratio, "x", rounds=ROUNDS)
+        log(f"graph build, 1 / {parsers} parsing processes: {ratio:.2f}")
     docs = index.documents()
 
     texts = _sample(docs, sample)
@@ -320,6 +324,17 @@ def _best_alternating(runs: Sequence[Callable[[], Any]]) -> list[float]:
         for n, run in enumerate(runs):
             best[n] = min(best[n], _timed(run)[1])
     return best
+
+
+def _parse_ratio(repo: Path, commit: str, base: EngineSettings, parsers: int) -> float:
+    """A graph build's seconds (every file parsed: no outline cache) with one parsing
+    process over with ``parsers``, timed in alternation; the best of each counts."""
+    from spider.graph import build_graph
+    from spider.source import GitSource
+
+    settings = [base.model_copy(update={"parse_workers": n}) for n in (1, parsers)]
+    best = _best_alternating([lambda s=s: build_graph(GitSource(repo, commit), s) for s in settings])
+    return best[0] / best[1] if best[1] else 0.0
 
 
 def _delta_ratio(

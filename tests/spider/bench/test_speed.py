@@ -14,14 +14,15 @@ CODE = {
     "m.py": "".join(
         f"def f{i}(x):\n    return x + {i}\n\n\nclass C{i}:\n    def run(self):\n        return {i}\n\n\n"
         for i in range(6)
-    )
+    ),
+    "n.py": "LIMIT = 3\n",  # a second file: two can be parsed in two processes
 }
 
 
 def test_speed_measures_every_step(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     sha = commit_files(repo, CODE, "base")
-    settings = EngineSettings(encoder="onnx-int8", cold_pool=4)
+    settings = EngineSettings(encoder="onnx-int8", cold_pool=4, parse_workers=2)
     run = measure_speed(
         repo, sha, base=settings, work=tmp_path / "work", backends=["onnx-int8", "onnx"],
         sample=4, queries=3, issue_texts=["f3 returns the wrong value\nit adds 3"],
@@ -38,6 +39,8 @@ def test_speed_measures_every_step(tmp_path: Path) -> None:
     assert imports.value is not None and imports.value > 0
     assert imports.detail["heavy"] == "none"  # no torch, transformers, bm25s or scipy
     assert by_name["onnx fp32: idle threads not spinning / spinning"].value > 0
+    assert by_name["graph + BM25 (cold; 2 parsing processes)"].detail["parsers"] == 2
+    assert by_name["graph build: one parsing process / 2"].value > 0
     assert by_name["CPU multiplies bf16 natively (1 = yes)"].value in (0.0, 1.0)
     for name in ("history window: from the commits' cached parses", "history window: kept"):
         assert by_name[name].detail["commits"] == 0  # one commit: no history before it
