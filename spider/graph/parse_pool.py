@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -90,13 +91,17 @@ def chunked(files: Iterable[Work], size: int | None = None) -> Iterator[Chunk]:
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    """How workers start: forked, when this process runs no other Python thread (a worker
-    runs only the parser and pickle, and touches no lock of the native thread pools ONNX
-    Runtime or torch keep; it starts in milliseconds, the parser already imported); else
-    from a fork server that imported the parser, since forking beside a running Python
-    thread can copy a lock it holds."""
-    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+    """How workers start. On Linux, forked when this process runs no other Python thread:
+    a worker runs only the parser and pickle and touches no lock of the native thread
+    pools ONNX Runtime or torch keep; it starts in milliseconds, the parser imported.
+    Beside a running Python thread (the CLI's progress display), and on other systems
+    (macOS's frameworks are not fork-safe), from a fork server that has imported the
+    parser; spawned where there is none (Windows)."""
+    methods = multiprocessing.get_all_start_methods()
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
+    if "forkserver" not in methods:
+        return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["spider.graph.parse_pool"])
     return ctx
