@@ -2,12 +2,10 @@
 
 tree-sitter holds the GIL while it parses, so threads do not help; processes do. The
 files are read in the building process (one ``git cat-file`` stream) and sent in chunks
-of about :data:`CHUNK_BYTES` to a pool of worker processes, and the building process
-parses too: whenever it has :data:`WINDOW_PER_WORKER` chunks per worker waiting, and once
-everything is read, it takes back the newest chunk no worker has started (a
-``Future.cancel`` that succeeds) and parses it itself. So the workers' start-up (a
-fork server, made once per process, that has imported the parser) costs nothing while
-there is work, and at most that many chunks are held in memory.
+of about :data:`CHUNK_BYTES` to a pool of worker processes; the building process parses
+too: each chunk read while the workers already have :data:`WINDOW_PER_WORKER` chunks each
+waiting is parsed where it was read. So the work spreads over every process without a
+plan of who parses what, and at most that many chunks wait in memory.
 
 A worker that dies (killed for memory, a crash in a grammar) breaks the pool; the chunks
 it had not returned are parsed in the building process, as they would have been without
@@ -35,7 +33,7 @@ log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 256 * 1024  # source sent to a worker at once: sympy's 15 MB in ~60 chunks
 WINDOW_PER_WORKER = 4  # chunks queued per worker before the building process helps
-AUTO_MIN_BYTES = 2 * 1024 * 1024  # below this much source, workers cost more than they save
+AUTO_MIN_BYTES = 2 * 1024 * 1024  # less source parses in well under a second: one process
 AUTO_MAX_PARSERS = 8
 
 Work = tuple[str, bytes, LanguageSpec, bool]  # path, content, language, content_exempt
