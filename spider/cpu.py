@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -66,3 +67,10 @@ def default_encoder(flags: frozenset[str] | None = None, *, onnx: bool = True) -
     if has_native_bf16(flags):
         return "torch-bf16"
     return "onnx" if onnx else "torch"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the system has one), at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tree_sitter import Node, Parser, Tree
-from tree_sitter_language_pack import get_language
 
 from spider.errors import NoSourceFiles, SpiderError
 from spider.eval.dataset import Instance
@@ -42,6 +41,7 @@ from spider.eval.snapshot import RepoResolver
 from spider.graph import build_graph
 from spider.graph.build import exclusion_reasons
 from spider.graph.languages import LanguageSpec, has_cpp_sources, spec_for_path
+from spider.graph.parse_file import parser_for
 from spider.patch import (
     FilePatch,
     Hunk,
@@ -283,10 +283,7 @@ def judge_hunk(
 
 
 def _parse(spec: LanguageSpec, data: bytes, parsers: dict[str, Parser]) -> Tree:
-    parser = parsers.get(spec.grammar)
-    if parser is None:
-        parser = parsers[spec.grammar] = Parser(get_language(spec.grammar))
-    return parser.parse(data)
+    return parser_for(spec.grammar, parsers).parse(data)
 
 
 def measure_instance(

@@ -28,7 +28,6 @@ from spider.graph.parse_file import (
     Entry,
     FileResult,
     Limits,
-    content_skip_reason,
 )
 from spider.graph.parse_pool import Work, chunked, parse_here, parse_in_pool, parsers_for
 from spider.graph.resolve import link
@@ -314,7 +313,6 @@ __all__ = [
     "NodeInfo",
     "ParseStats",
     "build_graph",
-    "content_skip_reason",
     "count_source_files",
     "exclusion_reasons",
     "path_rules",

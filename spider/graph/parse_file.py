@@ -76,9 +76,7 @@ def parse_file(
     if reason is not None:
         return FileResult(path, reason)
     data = _as_utf8(data)
-    parser = parsers.get(spec.grammar)
-    if parser is None:
-        parser = parsers[spec.grammar] = Parser(get_language(spec.grammar))
+    parser = parser_for(spec.grammar, parsers)
     started = time.monotonic()
     try:
         tree = parse_source(parser, data, limits.parse_timeout_s)
@@ -95,6 +93,14 @@ def parse_file(
     if time.monotonic() - started > limits.parse_timeout_s:
         return FileResult(path, SKIP_TIMEOUT, "outline exceeded the parse budget")
     return FileResult(path, outline)
+
+
+def parser_for(grammar: str, parsers: dict[str, Parser]) -> Parser:
+    """The parser of ``grammar`` from ``parsers``, made and kept there on first use."""
+    parser = parsers.get(grammar)
+    if parser is None:
+        parser = parsers[grammar] = Parser(get_language(grammar))
+    return parser
 
 
 def content_skip_reason(data: bytes, max_line_chars: int) -> str | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import sys
 import threading
 from collections import deque
@@ -26,6 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from tree_sitter import Parser
 
+from spider.cpu import usable_cores
 from spider.graph.languages import LanguageSpec
 from spider.graph.parse_file import FileResult, Limits, parse_file
 
@@ -54,8 +54,7 @@ def parsers_for(setting: int, source_bytes: int) -> int:
         return setting
     if source_bytes < AUTO_MIN_BYTES:
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cores or 1, AUTO_MAX_PARSERS))
+    return min(usable_cores(), AUTO_MAX_PARSERS)
 
 
 def parse_chunk(chunk: Chunk, limits: Limits) -> list[FileResult]:

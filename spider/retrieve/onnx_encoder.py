@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from spider.cpu import usable_cores
 from spider.errors import ModelLoadError
 
 log = logging.getLogger(__name__)
@@ -204,10 +205,6 @@ def _quiet() -> Iterator[None]:
 ALLOW_SPINNING = "0"
 
 
-def _threads() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
-
-
 class OnnxModel:
     """Tokenizer + ONNX Runtime session: ``encode`` gives sentence-transformers' vectors
     (``spinning``: let idle worker threads spin, ONNX Runtime's default; see
@@ -230,7 +227,7 @@ class OnnxModel:
         self.tokenizer = self._tokenizer(max_seq_length)
         self.pad_id = self.tokenizer.token_to_id("[PAD]") or 0
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = _threads()
+        opts.intra_op_num_threads = usable_cores()
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
         opts.add_session_config_entry(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from spider.cpu import cpu_flags, cpu_summary, default_encoder, has_native_bf16
+from spider.cpu import cpu_flags, cpu_summary, default_encoder, has_native_bf16, usable_cores
 from spider.settings import EngineSettings, onnx_exportable
 
 SAPPHIRE = frozenset({"avx2", "avx512f", "avx512_vnni", "amx_bf16", "amx_int8", "amx_tile"})
@@ -55,3 +56,7 @@ def test_the_summary_names_the_model_and_what_sets_the_encoders_speed(tmp_path: 
     info.write_text("flags\t: fpu sse2\n")  # no model name, none of the vector features
     assert cpu_summary(info) == "unknown CPU"
     assert cpu_summary(tmp_path / "absent") == "unknown CPU"
+
+
+def test_usable_cores_are_the_affinity_not_the_machine() -> None:
+    assert usable_cores() == len(os.sched_getaffinity(0)) >= 1

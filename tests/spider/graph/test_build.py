@@ -10,7 +10,7 @@ import pytest
 import spider.graph as graph_pkg
 from spider.errors import NoSourceFiles
 from spider.graph import CodeGraph, build_graph
-from spider.graph.build import content_skip_reason
+from spider.graph.parse_file import content_skip_reason
 from spider.settings import EngineSettings
 from spider.source import DirectorySource, GitSource
 
