@@ -257,6 +257,14 @@ def ranker(
     without_families: WithoutOpt = None,
     dev_dirs: DevCorpusOpt = None,
     recipe_from: RecipeOfOpt = None,
+    seeds: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="boosters with different bagging seeds averaged at every grid point "
+            "(each fit takes this many times as long)",
+        ),
+    ] = 1,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it
     (spider/rank/pool_ranker.json)."""
@@ -267,7 +275,7 @@ def ranker(
     config = RankerRun(
         tuple(corpus_dirs), command_line(GROUP), weights_file or MODEL_FILE, write_weights,
         curve, folds, tuple(weak_dirs or []), tuple(without_families or []),
-        tuple(dev_dirs or []), recipe_from,
+        tuple(dev_dirs or []), recipe_from, seeds,
     )  # fmt: skip
     try:
         fit = run(config)

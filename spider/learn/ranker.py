@@ -55,9 +55,12 @@ class Params:
     learning_rate: float = 0.05
     min_child: int = 50
     prior: float = 0.0  # the trees start from prior x the first stage's order (-log rank)
+    # boosters fitted with bagging seeds SEED, SEED + 1, ... and averaged: the rows and
+    # features each tree sees are drawn at random, so one seed's order carries that draw
+    seeds: int = 1
 
-    def lgbm(self) -> dict[str, Any]:
-        """LightGBM parameters for this point (deterministic, two threads)."""
+    def lgbm(self, seed: int = SEED) -> dict[str, Any]:
+        """LightGBM parameters for this point (deterministic for a ``seed``, two threads)."""
         return {
             "objective": "lambdarank",
             "metric": "ndcg",
@@ -73,7 +76,7 @@ class Params:
             "num_threads": 2,
             "deterministic": True,
             "force_row_wise": True,
-            "seed": SEED,
+            "seed": seed,
             "verbosity": -1,
         }
 
@@ -197,16 +200,19 @@ class LambdaRank:
 
         if groups is None:
             raise InputError("a ranking objective needs each row's query (groups)")
+        if self.params.seeds < 1:
+            raise InputError(f"seeds must be at least 1, not {self.params.seeds}")
         sizes = [len(list(run)) for _key, run in itertools.groupby(groups)]
-        data = lightgbm.Dataset(
-            x,
-            y,
-            group=sizes,
-            init_score=prior_scores(x, self.params.prior),
-            free_raw_data=True,
-        )
-        booster = lightgbm.train(self.params.lgbm(), data, num_boost_round=self.params.trees)
-        trees = TreeEnsemble.from_lightgbm(booster.dump_model())
+        parts = []
+        for seed in range(SEED, SEED + self.params.seeds):
+            data = lightgbm.Dataset(
+                x, y, group=sizes, init_score=prior_scores(x, self.params.prior)
+            )
+            booster = lightgbm.train(
+                self.params.lgbm(seed), data, num_boost_round=self.params.trees
+            )
+            parts.append(TreeEnsemble.from_lightgbm(booster.dump_model()))
+        trees = parts[0] if len(parts) == 1 else TreeEnsemble.mean(parts)
         self.fitted = PoolRanker(trees, max(sizes), prior=self.params.prior)
         return self
 
@@ -342,6 +348,7 @@ def loro(
             "learning_rate": params.learning_rate,
             "min_child": params.min_child,
             "prior": params.prior,
+            "seeds": params.seeds,
         },
         "folds": folds or "one repository per fold",
         "instances": len(after),
@@ -526,6 +533,7 @@ class RankerRun:
     without: tuple[str, ...] = ()  # feature families left out
     dev_dirs: tuple[Path, ...] = ()  # development pools: choose between models, never fit
     recipe_from: Path | None = None  # this file's recipe instead of the grid's choice
+    seeds: int = 1  # boosters averaged at every grid point (Params.seeds)
 
 
 @dataclass
@@ -545,7 +553,11 @@ def run(config: RankerRun) -> RankerFit:
     file records its settings), and write it where allowed."""
     grid, drop = GRID, list(config.without)
     if config.recipe_from is not None:
+        if config.seeds != 1:
+            raise InputError("--seeds sets the grid's points; --recipe-of refits the file's own")
         grid, drop = given_recipe(config.recipe_from, drop)
+    else:
+        grid = tuple(dataclasses.replace(p, seeds=config.seeds) for p in grid)
     raw, banned = training_rows([r for d in config.corpus_dirs for r in read_corpus(d)])
     raw_weak, weak_banned = training_rows([r for d in config.weak_dirs for r in read_corpus(d)])
     rows, weak = without(raw, drop), without(raw_weak, drop)

@@ -110,6 +110,30 @@ class TreeEnsemble:
         )
 
     @classmethod
+    def mean(cls, parts: Sequence[TreeEnsemble]) -> TreeEnsemble:
+        """One ensemble whose score is the mean of ``parts``' scores (their trees side by
+        side, every leaf divided by their number)."""
+        if not parts or len({p.n_features for p in parts}) != 1:
+            raise ValueError("averaging needs ensembles over the same features")
+        offsets = np.cumsum([0] + [len(p.feature) for p in parts[:-1]])
+        return cls(
+            np.concatenate([p.feature for p in parts]),
+            np.concatenate([p.threshold for p in parts]),
+            np.concatenate([p.left + o for p, o in zip(parts, offsets, strict=True)]).astype(
+                np.int32
+            ),
+            np.concatenate([p.right + o for p, o in zip(parts, offsets, strict=True)]).astype(
+                np.int32
+            ),
+            np.concatenate([p.value for p in parts]) / len(parts),
+            np.concatenate([p.roots + o for p, o in zip(parts, offsets, strict=True)]).astype(
+                np.int32
+            ),
+            max(p.depth for p in parts),
+            parts[0].n_features,
+        )
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TreeEnsemble:
         """From :meth:`to_dict`'s form (checked: ValueError on anything inconsistent)."""
         arrays = {

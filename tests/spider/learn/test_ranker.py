@@ -172,6 +172,46 @@ def test_model_file_round_trips(tmp_path: Path) -> None:
     np.testing.assert_allclose(back.scores(ROWS[0].x), model.scores(ROWS[0].x))
 
 
+def test_seeds_average_boosters_fitted_with_their_own_bagging_draws(tmp_path: Path) -> None:
+    x = np.vstack([r.x for r in ROWS])
+    one = [fit(ROWS, replace(SMALL[0], prior=1.0)).scores(x) for _ in range(2)]
+    np.testing.assert_array_equal(one[0], one[1])  # one seed: the same draw every time
+    bagged = fit(ROWS, replace(SMALL[0], prior=1.0, seeds=3))
+    assert len(bagged.trees.roots) == 3 * SMALL[0].trees and bagged.prior == 1.0
+    singles = []
+    for seed in range(3):  # each part refitted alone with its seed
+        import lightgbm
+
+        rows = [r for r in ROWS if r.positives > 0]
+        booster = lightgbm.train(
+            replace(SMALL[0], prior=1.0).lgbm(seed),
+            lightgbm.Dataset(
+                np.vstack([r.x for r in rows]),
+                np.concatenate([r.y for r in rows]),
+                group=[len(r.y) for r in rows],
+                init_score=-1.0 * np.vstack([r.x for r in rows])[:, RANK],
+            ),
+            num_boost_round=SMALL[0].trees,
+        )
+        singles.append(TreeEnsemble.from_lightgbm(booster.dump_model()).predict(x))
+    assert not np.allclose(singles[0], singles[1])  # the seeds draw differently
+    np.testing.assert_allclose(bagged.trees.predict(x), np.mean(singles, axis=0), atol=1e-9)
+    np.testing.assert_allclose(bagged.scores(x), np.mean(singles, axis=0) - x[:, RANK], atol=1e-9)
+    back = PoolRanker.load(_write(tmp_path / "bagged.json", bagged))
+    np.testing.assert_allclose(back.scores(x), bagged.scores(x))
+    with pytest.raises(InputError, match="seeds"):
+        fit(ROWS, replace(SMALL[0], seeds=0))
+
+
+def test_a_recipe_records_its_seeds(tmp_path: Path) -> None:
+    model = fit(ROWS, SMALL[0])
+    params = {"leaves": 7, "trees": 30, "learning_rate": 0.05, "min_child": 5, "prior": 0.0}
+    bagged = _write(tmp_path / "bagged.json", model, {"params": {**params, "seeds": 5}})
+    assert recipe_of(bagged) == (Params(7, 30, min_child=5, seeds=5), ())
+    older = _write(tmp_path / "older.json", model, {"params": params})  # before seeds
+    assert recipe_of(older) == (Params(7, 30, min_child=5), ())
+
+
 @pytest.mark.parametrize(
     ("over", "message"),
     [

@@ -124,3 +124,19 @@ def test_an_older_files_recipe_is_refitted_and_paired_by_the_command(tmp_path: P
     refused = runner.invoke(app, [*args, "--recipe-of", str(bare)])
     assert refused.exit_code != 0
     assert "records no settings" in refused.output and "--recipe-of" in refused.output
+    reseeded = runner.invoke(app, [*args, "--recipe-of", str(old), "--seeds", "2"])
+    assert reseeded.exit_code != 0 and "the file's own" in reseeded.output
+
+
+def test_seeds_reach_every_grid_point_and_the_file(tmp_path: Path) -> None:
+    rows = [_history_row(i, f"o/r{i % 4}") for i in range(24)]
+    train = _corpus(tmp_path / "train", rows)
+    out = tmp_path / "bagged.json"
+    args = ["train", "ranker", "-c", str(train), "--no-curve", "--folds", "2", "--seeds", "2"]
+    res = runner.invoke(app, [*args, "--write-weights", "--weights-file", str(out)])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output[: res.output.rindex("}") + 1])
+    assert report["chosen"]["params"]["seeds"] == 2
+    model = PoolRanker.load(out)
+    assert model.meta["params"]["seeds"] == 2
+    assert len(model.trees.roots) == 2 * report["chosen"]["params"]["trees"]
