@@ -173,26 +173,25 @@ def test_model_file_round_trips(tmp_path: Path) -> None:
 
 
 def test_seeds_average_boosters_fitted_with_their_own_bagging_draws(tmp_path: Path) -> None:
+    import lightgbm
+
     x = np.vstack([r.x for r in ROWS])
     one = [fit(ROWS, replace(SMALL[0], prior=1.0)).scores(x) for _ in range(2)]
     np.testing.assert_array_equal(one[0], one[1])  # one seed: the same draw every time
     bagged = fit(ROWS, replace(SMALL[0], prior=1.0, seeds=3))
     assert len(bagged.trees.roots) == 3 * SMALL[0].trees and bagged.prior == 1.0
+    taught = [r for r in ROWS if r.positives > 0]
+    tx = np.vstack([r.x for r in taught])
     singles = []
     for seed in range(3):  # each part refitted alone with its seed
-        import lightgbm
-
-        rows = [r for r in ROWS if r.positives > 0]
-        booster = lightgbm.train(
-            replace(SMALL[0], prior=1.0).lgbm(seed),
-            lightgbm.Dataset(
-                np.vstack([r.x for r in rows]),
-                np.concatenate([r.y for r in rows]),
-                group=[len(r.y) for r in rows],
-                init_score=-1.0 * np.vstack([r.x for r in rows])[:, RANK],
-            ),
-            num_boost_round=SMALL[0].trees,
+        data = lightgbm.Dataset(
+            tx,
+            np.concatenate([r.y for r in taught]),
+            group=[len(r.y) for r in taught],
+            init_score=-tx[:, RANK],
         )
+        params = replace(SMALL[0], prior=1.0).lgbm(seed)
+        booster = lightgbm.train(params, data, num_boost_round=SMALL[0].trees)
         singles.append(TreeEnsemble.from_lightgbm(booster.dump_model()).predict(x))
     assert not np.allclose(singles[0], singles[1])  # the seeds draw differently
     np.testing.assert_allclose(bagged.trees.predict(x), np.mean(singles, axis=0), atol=1e-9)
