@@ -116,19 +116,19 @@ class TreeEnsemble:
         if not parts or len({p.n_features for p in parts}) != 1:
             raise ValueError("averaging needs ensembles over the same features")
         offsets = np.cumsum([0] + [len(p.feature) for p in parts[:-1]])
+
+        def joined(name: str, shift: bool = False) -> np.ndarray:
+            pairs = zip(parts, offsets, strict=True)
+            arrays = [getattr(p, name) + (o if shift else 0) for p, o in pairs]
+            return np.concatenate(arrays).astype(getattr(parts[0], name).dtype)
+
         return cls(
-            np.concatenate([p.feature for p in parts]),
-            np.concatenate([p.threshold for p in parts]),
-            np.concatenate([p.left + o for p, o in zip(parts, offsets, strict=True)]).astype(
-                np.int32
-            ),
-            np.concatenate([p.right + o for p, o in zip(parts, offsets, strict=True)]).astype(
-                np.int32
-            ),
-            np.concatenate([p.value for p in parts]) / len(parts),
-            np.concatenate([p.roots + o for p, o in zip(parts, offsets, strict=True)]).astype(
-                np.int32
-            ),
+            joined("feature"),
+            joined("threshold"),
+            joined("left", shift=True),
+            joined("right", shift=True),
+            joined("value") / len(parts),
+            joined("roots", shift=True),
             max(p.depth for p in parts),
             parts[0].n_features,
         )
