@@ -94,10 +94,9 @@ def _context() -> multiprocessing.context.BaseContext:
     Beside a running Python thread (the CLI's progress display), and on other systems
     (macOS's frameworks are not fork-safe), from a fork server that has imported the
     parser; spawned where there is none (Windows)."""
-    methods = multiprocessing.get_all_start_methods()
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
-    if "forkserver" not in methods:
+    if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["spider.graph.parse_pool"])

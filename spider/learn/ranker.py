@@ -203,11 +203,10 @@ class LambdaRank:
         if self.params.seeds < 1:
             raise InputError(f"seeds must be at least 1, not {self.params.seeds}")
         sizes = [len(list(run)) for _key, run in itertools.groupby(groups)]
+        start = prior_scores(x, self.params.prior)
         parts = []
         for seed in range(SEED, SEED + self.params.seeds):
-            data = lightgbm.Dataset(
-                x, y, group=sizes, init_score=prior_scores(x, self.params.prior)
-            )
+            data = lightgbm.Dataset(x, y, group=sizes, init_score=start)
             booster = lightgbm.train(
                 self.params.lgbm(seed), data, num_boost_round=self.params.trees
             )
