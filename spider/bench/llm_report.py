@@ -104,7 +104,9 @@ def sweep(rows: Sequence[Mapping[str, Any]], method: str = "llm-read",
     over the :data:`BASELINE` list of the same instance: its head that holds the read
     functions is re-sorted, the rest keeps its place. An estimate: the run reads the list
     before the tidy pass (which folds and pins named functions), this the list after it,
-    so the ``method`` row itself is the figure at the weight it ran with."""
+    so the ``method`` row itself is the figure at the weight it ran with. A reading deeper
+    than the recorded list (30 read, 20 recorded) puts the read functions the list does not
+    hold after it, in the order they were read (the ranker's), so that they can rise into it."""
     scored = _scored(rows)
     base = {r["instance_id"]: r for r in scored if r["method"] == BASELINE}
     reads = [r for r in scored if r["method"] == method and r.get("llm")]
@@ -120,7 +122,11 @@ def sweep(rows: Sequence[Mapping[str, Any]], method: str = "llm-read",
             # spider.localize.read_head does): a "no" never sinks a function below one unread
             ranked_ids = b["ranked_ids"]
             depth = sum(1 for i in ranked_ids[: len(verdicts)] if i in verdicts)
-            order = mix_pointwise(ranked_ids[:depth], verdicts, w) + list(ranked_ids[depth:])
+            head = list(ranked_ids[:depth])
+            if depth == len(ranked_ids):  # the whole recorded list was read, and maybe more
+                listed = set(head)
+                head += [i for i in verdicts if i not in listed]
+            order = mix_pointwise(head, verdicts, w) + list(ranked_ids[depth:])
             # the dataset's id of each listed function (rows before it was recorded: the
             # string-level normalisation, which misses the dataset's nesting rule)
             mapped = dict(zip(b["ranked_ids"], b.get("dataset_ids") or [], strict=False))
@@ -129,6 +135,14 @@ def sweep(rows: Sequence[Mapping[str, Any]], method: str = "llm-read",
         if per:
             out[w] = {m: statistics.fmean(p[m] for p in per) for m in METRICS}
     return out
+
+
+def reading_methods(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The methods of a run whose LLM did nothing but read (``llm-read`` at any depth or
+    weight), sorted by name: their verdicts are all of the read head. (A selector's also
+    judge neighbours outside the list, so those runs are not swept.)"""
+    return sorted({r["method"] for r in rows
+                   if list((r.get("llm") or {}).get("roles") or ()) == ["read"]})
 
 
 def _table(found: Sequence[MethodFigures]) -> list[str]:
@@ -161,9 +175,11 @@ def markdown(rows: Sequence[Mapping[str, Any]], *, methods: Sequence[str] | None
     if methods:
         rows = [r for r in rows if r["method"] in methods]
     lines = _table(figures(rows))
-    sw = sweep(rows)
-    if sw:
-        lines += ["", "| reader weight | " + " | ".join(METRICS) + " |",
+    for method in reading_methods(rows):
+        sw = sweep(rows, method)
+        if not sw:
+            continue
+        lines += ["", f"| `{method}`: reader weight | " + " | ".join(METRICS) + " |",
                   "|---:|" + "---:|" * len(METRICS)]
         for w, ms in sw.items():
             lines.append(f"| {w:g} | " + " | ".join(_f(ms[k]) for k in METRICS) + " |")

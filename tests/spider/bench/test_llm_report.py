@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spider.bench.llm_report import figures, markdown, sweep
+from spider.bench.llm_report import figures, markdown, reading_methods, sweep
 from spider.eval.metrics import score_instance
 
 
@@ -27,14 +27,17 @@ BASE_B = ["b.go:x", "b.go:y"]             # the fix is y: rank 2
 ROWS = [
     row("a-1", "o/a", "no-llm", BASE_A, GT_A),
     row("a-1", "o/a", "llm-read", ["a.py:h", "a.py:f", "a.py:g"], GT_A,
-        llm={"usage": usage(40.0, 1000, 600), "verdicts": {"a.py:f": -2.0, "a.py:g": -2.0,
-                                                           "a.py:h": 3.0}}),
+        llm={"roles": ["read"], "usage": usage(40.0, 1000, 600),
+             "verdicts": {"a.py:f": -2.0, "a.py:g": -2.0, "a.py:h": 3.0}}),
     # the selector admits one right and one wrong neighbour, evicting g (wrong) and h (right)
     row("a-1", "o/a", "llm-select", ["a.py:f", "a.py:k", "a.py:z"], GT_A,
-        admitted_ids=["a.py:k", "a.py:z"], llm={"usage": usage(20.0, 500, 100)}),
+        admitted_ids=["a.py:k", "a.py:z"],
+        llm={"roles": ["select"], "usage": usage(20.0, 500, 100),
+             "verdicts": {"a.py:k": 2.0, "a.py:z": 1.5}}),
     row("b-1", "o/b", "no-llm", BASE_B, ["b.go:y"]),
     row("b-1", "o/b", "llm-read", ["b.go:x", "b.go:y"], ["b.go:y"],
-        llm={"usage": usage(60.0, 2000, 1000), "verdicts": {"b.go:x": 0.0, "b.go:y": 0.0}}),
+        llm={"roles": ["read"], "usage": usage(60.0, 2000, 1000),
+             "verdicts": {"b.go:x": 0.0, "b.go:y": 0.0}}),
 ]
 
 
@@ -85,3 +88,31 @@ def test_the_sweep_re_sorts_only_the_head_the_reader_read() -> None:
     ]
     # two firm "no"s never sink the read functions below the unread c (the run's list)
     assert sweep(rows)[3.0]["MRR@20"] == 1 / 3
+
+
+def test_a_reading_deeper_than_the_recorded_list_can_lift_into_it() -> None:
+    # the run recorded a top 2; the reader read 3 (the ranker's third, c, is the fix)
+    base = ["d.ts:a", "d.ts:b"]
+    verdicts = {"d.ts:a": -1.0, "d.ts:b": -1.0, "d.ts:c": 2.0}
+    rows = [
+        row("d-1", "o/d", "no-llm", base, ["d.ts:c"]),
+        row("d-1", "o/d", "llm-read:llm_read_depth=3", ["d.ts:c", "d.ts:a"], ["d.ts:c"],
+            llm={"roles": ["read"], "usage": usage(10.0, 100, 0), "verdicts": verdicts}),
+    ]
+    sw = sweep(rows, "llm-read:llm_read_depth=3")
+    assert sw[0.0]["MRR@20"] == 1 / 3   # weight 0: c keeps the ranker's third place
+    assert sw[1.0]["MRR@20"] == 1.0     # 2 − ln 3 beats −1 − ln 1: c rises to the top
+    # a list read only in part gains nothing from beyond it (those ids are folded, not deeper)
+    partial = [dict(rows[0], ranked_ids=[*base, "d.ts:e"], ranked=[*base, "d.ts:e"],
+                    dataset_ids=[*base, "d.ts:e"]), rows[1]]
+    assert sweep(partial, "llm-read:llm_read_depth=3")[1.0]["R@20"] == 0.0
+
+
+def test_every_reading_method_gets_its_own_sweep_and_a_selector_none() -> None:
+    deeper = dict(ROWS[1], method="llm-read:llm_read_depth=30")
+    rows = [*ROWS, deeper, dict(ROWS[4], method="llm-read:llm_read_depth=30")]
+    assert reading_methods(rows) == ["llm-read", "llm-read:llm_read_depth=30"]
+    text = markdown(rows, methods=["no-llm", "llm-read", "llm-read:llm_read_depth=30"])
+    assert "| `llm-read`: reader weight |" in text
+    assert "| `llm-read:llm_read_depth=30`: reader weight |" in text
+    assert "`llm-select`: reader weight" not in markdown(ROWS)
