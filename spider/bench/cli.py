@@ -362,7 +362,7 @@ def llm_table(
 ) -> None:
     """What the LLM roles did in a run (no-llm, llm-read, llm-select, llm-both): quality,
     admissions against evictions (eta, tau), seconds and tokens per issue, and the reader's
-    weight swept over the recorded verdicts; as Markdown."""
+    weight swept over the recorded verdicts of each reading method; as Markdown."""
     from spider.bench.llm_report import markdown as llm_markdown
     from spider.bench.store import read_predictions
 
