@@ -3,7 +3,8 @@
 Four backends embed with the same model: ``torch`` (sentence-transformers, fp32),
 ``torch-bf16`` (the same under bfloat16 autocast: documents only, cosine to fp32 ~0.99998;
 its queries go through ONNX fp32), ``onnx`` (ONNX Runtime, fp32: the same vectors to
-~1e-7) and ``onnx-int8`` (dynamically quantized weights). Cache keys name the backend, so
+~1e-7) and ``onnx-int8`` (dynamically quantized weights, documents only: see
+:mod:`spider.retrieve.int8_smooth`). Cache keys name the backend, so
 vectors of two backends never mix. With an encoder delta (the setting ``encoder_delta``:
 tuned weights, :mod:`spider.retrieve.delta`) every backend loads the merged model and the
 keys carry the delta's digest.
@@ -35,8 +36,9 @@ _LOAD_LOCK = threading.Lock()
 BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
 TORCH_BACKENDS = ("torch", "torch-bf16")
 # A query is one text: fp32 through ONNX costs milliseconds and keeps torch's import (seconds)
-# off the warm path; bf16 pays only on the thousands of documents of an index.
-QUERY_BACKEND = {"torch-bf16": "onnx"}
+# off the warm path; bf16 and int8 pay only on the thousands of documents of an index, and a
+# query in fp32 keeps their rounding to one side of each cosine.
+QUERY_BACKEND = {"torch-bf16": "onnx", "onnx-int8": "onnx"}
 
 
 def clip_text(text: str, max_tokens: int) -> str:
@@ -283,16 +285,16 @@ class Encoder:
         return self.encode_queries([text])[0]
 
     def query_backend(self) -> str:
-        """The backend queries run on: a torch-bf16 encoder's go through ONNX fp32 (torch
-        where the model is a hub name, with no local directory to export from)."""
+        """The backend queries run on: a torch-bf16 or onnx-int8 encoder's go through ONNX
+        fp32 (torch where the model is a hub name, with no local directory to export from)."""
         backend = QUERY_BACKEND.get(self.backend)
         if backend is None:
             return self.backend
         return backend if onnx_exportable(self.model_name) else "torch"
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
-        """Unit-norm vectors for queries, one row each (never cached: issues are one-off; a
-        torch-bf16 encoder embeds them through ONNX fp32)."""
+        """Unit-norm vectors for queries, one row each (never cached: issues are one-off; see
+        :meth:`query_backend`)."""
         clipped = [clip_text(t, self.max_seq_length) for t in texts]
         vecs = self._embed(clipped, self.max_seq_length, self.query_backend())
         return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1)

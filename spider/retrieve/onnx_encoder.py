@@ -2,8 +2,8 @@
 
 The ONNX graph is exported once from the bundled (or any local sentence-transformers)
 weights into the cache directory (``spider model export`` or on first use; the export is
-the only step that imports torch), then quantized to int8 by ONNX Runtime's dynamic
-quantization. Inference reproduces sentence-transformers' all-MiniLM-L6-v2 pipeline: the
+the only step that imports torch), then exported once more prepared for int8
+(``int8_smooth``) and quantized by ONNX Runtime's dynamic quantization. Inference reproduces sentence-transformers' all-MiniLM-L6-v2 pipeline: the
 model's own ``tokenizer.json`` truncated at ``max_seq_length``, the transformer, mean
 pooling over the attention mask, L2 normalisation.
 """
@@ -30,42 +30,32 @@ from spider.errors import ModelLoadError
 
 log = logging.getLogger(__name__)
 
-EXPORT_VERSION = "4"  # bump when the exported graph (inputs, outputs, opset) changes
+EXPORT_VERSION = "5"  # bump when an exported graph (inputs, outputs, opset, int8) changes
 # Attention is traced through transformers' "eager" implementation: the SDPA one exports a
 # NaN guard (IsNaN + Where) and a split scaling per layer, elementwise passes over every
 # attention matrix. A full fp32 index of sympy took 237 s against 291 s (1.23x; 1.15-1.31x
 # on 1,024 of its texts, docs/benchmark.md), the vectors within 1.3e-7 of the SDPA graph's:
 # cached fp32 vectors of either export stay valid (the cache key does not name it).
 ATTENTION = "eager"
-# names the quantization (and the graph quantized) in cache keys: change it with INT8_* or
-# ATTENTION (int8 vectors of the eager graph are within cosine 0.9976 of the SDPA graph's)
-INT8_SCHEME = "pc-ffnout32-eager"
+# names the quantization (and the graph quantized) in cache keys: change it with the scheme
+# of spider/retrieve/int8_smooth.py or with ATTENTION
+INT8_SCHEME = "smooth50-ffn8-eager"
 OPSET = 17  # every op MiniLM needs; supported by the ONNX Runtime versions we allow
 ONNX_BACKENDS = ("onnx", "onnx-int8")
-# int8 weights with per-channel scales on every MatMul but each layer's FFN down-projection
-# (``layer.N/output/dense``, whose GELU inputs carry the outliers). On 160 code texts:
-# per-tensor, all MatMuls: mean cosine to fp32 0.94; per-channel, all: 0.992 (1.8x fp32),
-# and Recall@20 of the default method -0.067 on 20 dev instances; without the FFN
-# down-projections: 0.996 (1.4x), Recall@20 of default and dense equal to fp32 on 21 dev
-# instances (6 repositories). Activation scales are per batch, so an int8 vector depends a
-# little on its batch-mates (cosine 0.994 between batch 32 and batch 1); fp32 does not.
+# int8 weights with per-channel scales on every MatMul of a graph prepared for it
+# (int8_smooth.py: smoothed inputs, each feed-forward block's 8 widest channels apart in
+# fp32); activation scales are per batch. Before, every FFN down-projection stayed fp32 and
+# nothing was smoothed: cosine to fp32 0.9973 at 1.5-1.6x fp32, against 0.9989 at 2.1-2.2x.
 INT8_OPTIONS: dict[str, Any] = {"per_channel": True, "op_types_to_quantize": ["MatMul"]}
-INT8_KEEP_FP32 = ("/output/dense/",)  # node-name parts left fp32 ...
-INT8_KEEP_FP32_UNLESS = ("attention",)  # ... unless the name also holds one of these
 
 
-def _int8_excluded(graph: Path) -> list[str]:
-    """MatMul nodes ``quantize_dynamic`` must leave fp32 (see INT8_KEEP_FP32)."""
+def _int8_excluded(graph: Path, keep: str) -> list[str]:
+    """MatMul nodes of ``graph`` whose names hold ``keep``: ``quantize_dynamic`` leaves
+    them fp32."""
     import onnx
 
     model = onnx.load(str(graph), load_external_data=False)
-    return [
-        n.name
-        for n in model.graph.node
-        if n.op_type == "MatMul"
-        and any(k in n.name for k in INT8_KEEP_FP32)
-        and not any(u in n.name for u in INT8_KEEP_FP32_UNLESS)
-    ]
+    return [n.name for n in model.graph.node if n.op_type == "MatMul" and keep in n.name]
 
 
 _EXPORT_LOCK = threading.Lock()
@@ -107,13 +97,13 @@ def exported(model_dir: Path, cache_dir: Path) -> bool:
 
 
 def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tuple[Path, Path]:
-    """Export ``model_dir``'s transformer to ONNX (fp32) and quantize it (int8), once.
+    """Export ``model_dir``'s transformer to ONNX (fp32) and an int8 graph of it, once.
 
     Needs torch and transformers (the only place the ONNX path does); files are written to
     a temporary name and renamed, so concurrent exporters never see a half-written graph.
-
-    Long because export and quantization share one lock and one temporary folder, and the
-    traced wrapper module is defined inside (torch is imported only here).
+    The int8 graph is quantized from a second export of the model prepared for it
+    (:func:`spider.retrieve.int8_smooth.prepare_for_int8`), whose fp32 outputs equal the
+    first's up to rounding; a model without BERT's layout is quantized as exported.
     """
     fp32, int8 = onnx_paths(model_dir, cache_dir)
     with _EXPORT_LOCK:
@@ -122,10 +112,11 @@ def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tup
         _check_layout(model_dir)
         fp32.parent.mkdir(parents=True, exist_ok=True)
         try:
-            import torch
             from onnxruntime.quantization import QuantType, quantize_dynamic
-            from transformers import AutoModel
+            from transformers import AutoModel, AutoTokenizer
             from transformers.utils import logging as transformers_logging
+
+            from spider.retrieve.int8_smooth import FP32_NODE_PART, preparable, prepare_for_int8
         except ImportError as exc:  # pragma: no cover - dependencies of the project
             raise ModelLoadError(
                 f"exporting the ONNX encoder needs torch, transformers: {exc}"
@@ -133,54 +124,63 @@ def export_onnx(model_dir: Path, cache_dir: Path, *, force: bool = False) -> tup
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         transformers_logging.disable_progress_bar()  # its "Loading weights" bar is noise here
         bert = AutoModel.from_pretrained(str(model_dir), attn_implementation=ATTENTION).eval()
-
-        class Wrapped(torch.nn.Module):
-            """Keyword inputs, one output: positional argument orders differ by version."""
-
-            def __init__(self) -> None:
-                super().__init__()
-                self.bert = bert
-
-            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-                return self.bert(
-                    input_ids=input_ids,
-                    attention_mask=attention_mask,
-                    token_type_ids=token_type_ids,
-                ).last_hidden_state
-
-        model = Wrapped().eval()
-        ids = torch.ones((2, 16), dtype=torch.long)
-        axes = {0: "batch", 1: "tokens"}
         with tempfile.TemporaryDirectory(dir=fp32.parent) as tmp, _quiet():
             tmp_fp32 = Path(tmp) / "model.onnx"
+            prepared = Path(tmp) / "model-prepared.onnx"
             tmp_int8 = Path(tmp) / "model-int8.onnx"
-            with torch.no_grad():
-                torch.onnx.export(
-                    model,
-                    (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-                    str(tmp_fp32),
-                    input_names=["input_ids", "attention_mask", "token_type_ids"],
-                    output_names=["last_hidden_state"],
-                    dynamic_axes={
-                        "input_ids": axes,
-                        "attention_mask": axes,
-                        "token_type_ids": axes,
-                        "last_hidden_state": axes,
-                    },
-                    opset_version=OPSET,
-                    dynamo=False,
-                )
+            _trace(bert, tmp_fp32)
+            if preparable(bert):
+                tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+                _trace(prepare_for_int8(bert, tokenizer), prepared)
+            else:  # every MatMul quantized as it is (int8 vectors further from fp32)
+                log.warning("%s is not BERT-shaped: its int8 graph is not smoothed", model_dir)
+                prepared = tmp_fp32
             quantize_dynamic(
-                str(tmp_fp32),
+                str(prepared),
                 str(tmp_int8),
                 **INT8_OPTIONS,
-                nodes_to_exclude=_int8_excluded(tmp_fp32),
+                nodes_to_exclude=_int8_excluded(prepared, FP32_NODE_PART),
                 weight_type=QuantType.QInt8,
             )
             os.replace(tmp_int8, int8)
             os.replace(tmp_fp32, fp32)
         log.info("exported ONNX encoder of %s to %s", model_dir, fp32.parent)
         return fp32, int8
+
+
+def _trace(bert: Any, out: Path) -> None:
+    """Write ``bert`` (a transformers model) to ``out`` as an ONNX graph with keyword
+    inputs, one output and dynamic batch and token axes (torch is imported only here)."""
+    import torch
+
+    class Wrapped(torch.nn.Module):
+        """Keyword inputs, one output: positional argument orders differ by version."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.bert(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                token_type_ids=token_type_ids,
+            ).last_hidden_state
+
+    ids = torch.ones((2, 16), dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    with torch.no_grad():
+        torch.onnx.export(
+            Wrapped().eval(),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(out),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes={name: axes for name in [*names, "last_hidden_state"]},
+            opset_version=OPSET,
+            dynamo=False,
+        )
 
 
 @contextlib.contextmanager

@@ -334,7 +334,7 @@ def test_cache_keys_carry_the_delta_and_the_bundled_ones_stay(tuned: Tuned, tmp_
     )
     assert encoder_model_id("", 128, "onnx") == "sentence-transformers/all-MiniLM-L6-v2@128+onnx"
     assert encoder_model_id("", 128, "onnx-int8") == (
-        "sentence-transformers/all-MiniLM-L6-v2@128+onnx-int8:pc-ffnout32-eager"
+        "sentence-transformers/all-MiniLM-L6-v2@128+onnx-int8:smooth50-ffn8-eager"
     )
     digest = tuned.delta.digest
     assert encoder_model_id("", 128, "torch", digest) == (
