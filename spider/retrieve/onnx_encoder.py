@@ -3,9 +3,10 @@
 The ONNX graph is exported once from the bundled (or any local sentence-transformers)
 weights into the cache directory (``spider model export`` or on first use; the export is
 the only step that imports torch), then exported once more prepared for int8
-(``int8_smooth``) and quantized by ONNX Runtime's dynamic quantization. Inference reproduces sentence-transformers' all-MiniLM-L6-v2 pipeline: the
-model's own ``tokenizer.json`` truncated at ``max_seq_length``, the transformer, mean
-pooling over the attention mask, L2 normalisation.
+(``int8_smooth``) and quantized by ONNX Runtime's dynamic quantization. Inference
+reproduces sentence-transformers' all-MiniLM-L6-v2 pipeline: the model's own
+``tokenizer.json`` truncated at ``max_seq_length``, the transformer, mean pooling over the
+attention mask, L2 normalisation.
 """
 
 from __future__ import annotations

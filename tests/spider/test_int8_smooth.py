@@ -5,6 +5,7 @@ documents stay close to fp32 while queries run in fp32."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -44,8 +45,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _hidden(model: torch.nn.Module, tokenizer: object, texts: list[str]) -> torch.Tensor:
-    batch = tokenizer(texts, truncation=True, max_length=128, padding=True, return_tensors="pt")  # type: ignore[operator]
+def _hidden(model: torch.nn.Module, tokenizer: Any, texts: list[str]) -> torch.Tensor:
+    batch = tokenizer(texts, truncation=True, max_length=128, padding=True, return_tensors="pt")
     with torch.no_grad():
         out: torch.Tensor = model(**batch).last_hidden_state
     return out
