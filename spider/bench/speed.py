@@ -177,12 +177,13 @@ def measure_speed(
 
     texts = _sample(docs, sample)
     rates: dict[str, float] = {}
+    vectors: dict[str, Any] = {}
     for backend in backends:
         enc = Encoder(base.model, base.max_seq_length, None, base.embed_batch_size,
                       backend=backend, export_dir=export, delta=delta,
                       document_seq_length=base.document_seq_length)  # fmt: skip
         _, load_s = _timed(lambda enc=enc: enc.encode(texts[:WARMUP_TEXTS]))
-        _, secs = _timed(lambda enc=enc: enc.encode(texts))
+        vectors[backend], secs = _timed(lambda enc=enc: enc.encode(texts))
         rates[backend] = len(texts) / secs if secs else 0.0
         run.add(f"encode {backend}", rates[backend], "fn/s", texts=len(texts),
                 seconds=round(secs, 2), first_batch_s=round(load_s, 2))  # fmt: skip
@@ -195,6 +196,7 @@ def measure_speed(
     for backend, rate in rates.items():
         if ref and backend != "torch":
             run.add(f"speed-up {backend} / torch", rate / ref, "x")
+    _versus_onnx_fp32(run, rates, vectors)
     if "onnx" in rates:
         ratio = _spinning_ratio(model_dir(), export, base.document_seq_length, texts,
                                 base.embed_batch_size)
@@ -314,6 +316,21 @@ def _index_rows(
 
 
 ROUNDS = 3  # alternate the compared runs this many times; the best of each counts
+
+
+def _versus_onnx_fp32(run: SpeedRun, rates: dict[str, float], vectors: dict[str, Any]) -> None:
+    """Each other backend's throughput and vectors against ONNX fp32 (the path of a CPU
+    without bf16), where both were measured: how much faster, and how close (cosine)."""
+    fp32 = vectors.get("onnx")
+    if fp32 is None or not rates.get("onnx"):
+        return
+    for backend, vecs in vectors.items():
+        if backend == "onnx":
+            continue
+        run.add(f"speed-up {backend} / onnx fp32", rates[backend] / rates["onnx"], "x")
+        cos = (vecs * fp32).sum(axis=1)
+        run.add(f"cosine {backend} / onnx fp32 (mean)", float(cos.mean()), "",
+                minimum=round(float(cos.min()), 5), texts=len(cos))  # fmt: skip
 
 
 def _best_alternating(runs: Sequence[Callable[[], Any]]) -> list[float]:

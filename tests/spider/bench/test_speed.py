@@ -42,6 +42,10 @@ def test_speed_measures_every_step(tmp_path: Path) -> None:
     assert by_name["graph + BM25 (cold; 2 parsing processes)"].detail["parsers"] == 2
     assert by_name["graph build: one parsing process / 2"].value > 0
     assert by_name["CPU multiplies bf16 natively (1 = yes)"].value in (0.0, 1.0)
+    assert by_name["speed-up onnx-int8 / onnx fp32"].value > 0
+    cosine = by_name["cosine onnx-int8 / onnx fp32 (mean)"]  # int8 close to fp32, not equal
+    assert 0.99 < cosine.value < 1.0 and cosine.detail["minimum"] <= cosine.value
+    assert "cosine onnx / onnx fp32 (mean)" not in by_name
     for name in ("history window: from the commits' cached parses", "history window: kept"):
         assert by_name[name].detail["commits"] == 0  # one commit: no history before it
     write_speed(run, tmp_path / "speed.json")
