@@ -6,12 +6,14 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-# Flags of x86 CPUs that multiply bfloat16 natively (Intel AMX, AVX-512 BF16): there,
-# PyTorch's bf16 autocast embeds ~2.7x faster than fp32 (README, `spider bench speed`);
-# elsewhere it is emulated and slower than fp32.
+# Flags of x86 CPUs that multiply bfloat16 natively (Intel AMX, AVX-512 BF16).
 BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
-# What sets an encoder's speed, widest first, as a speed report names it: bf16 with AMX is
-# 2.6-2.9x fp32, with AVX-512 BF16 alone (AMD Zen 4) 1.3x (docs/benchmark.md, "Speed").
+# Where bf16 documents (PyTorch autocast) embed faster than fp32: with AMX, 2.6-2.9x ONNX
+# fp32; with AVX-512 BF16 alone, 1.3-1.6x on an AMD Zen 4 but 0.6-0.7x on an Intel Xeon
+# (its bf16 matrix products no faster than fp32, the casts on top): docs/benchmark.md, "Speed".
+AMX_FLAGS = frozenset({"amx_bf16"})
+BF16_FAST_WITHOUT_AMX = frozenset({"AuthenticAMD"})
+# What sets an encoder's speed, widest first, as a speed report names it.
 VECTOR_FEATURES = (
     ("amx_bf16", "AMX"),
     ("avx512_bf16", "AVX-512 BF16"),
@@ -44,6 +46,13 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     return _flags(_cpuinfo_fields(cpuinfo))
 
 
+@lru_cache(maxsize=1)
+def cpu_vendor(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The first CPU's vendor as ``cpuinfo`` names it (``GenuineIntel``, ``AuthenticAMD``;
+    empty where it says nothing)."""
+    return _cpuinfo_fields(cpuinfo).get("vendor_id", "")
+
+
 def cpu_summary(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name and the vector features that set an encoder's speed, e.g.
     ``AMD EPYC (AVX-512 BF16, AVX-512 VNNI, AVX-512, AVX2)``; ``unknown CPU`` where
@@ -60,11 +69,22 @@ def has_native_bf16(flags: frozenset[str] | None = None) -> bool:
     return bool(BF16_FLAGS & (cpu_flags() if flags is None else flags))
 
 
-def default_encoder(flags: frozenset[str] | None = None, *, onnx: bool = True) -> str:
-    """The encoder ``auto`` stands for: documents in bf16 where the CPU multiplies it
-    natively, else fp32 (through ONNX when ``onnx``: the model is a local directory the
-    graph can be exported from; through torch otherwise)."""
-    if has_native_bf16(flags):
+def bf16_is_faster(flags: frozenset[str] | None = None, vendor: str | None = None) -> bool:
+    """Whether documents embed faster in bf16 than in fp32 on this CPU: with AMX, or with
+    native bf16 on a vendor whose AVX-512 BF16 was measured faster (AMD)."""
+    flags = cpu_flags() if flags is None else flags
+    vendor = cpu_vendor() if vendor is None else vendor
+    return bool(AMX_FLAGS & flags) or (has_native_bf16(flags) and vendor in BF16_FAST_WITHOUT_AMX)
+
+
+def default_encoder(
+    flags: frozenset[str] | None = None, *, onnx: bool = True, vendor: str | None = None
+) -> str:
+    """The encoder ``auto`` stands for: documents in bf16 where that is faster than fp32
+    (:func:`bf16_is_faster`), else fp32 (through ONNX when ``onnx``: the model is a local
+    directory the graph can be exported from; through torch otherwise). int8 documents
+    are never chosen: they lowered a development set's MRR@20 (docs/benchmark.md)."""
+    if bf16_is_faster(flags, vendor):
         return "torch-bf16"
     return "onnx" if onnx else "torch"
 
