@@ -2,7 +2,9 @@
 
 The example is requests 2.10.0 as PyPI ships it (the wheel's files are the tag's:
 permalinks pin the tag's commit), ranked by ``spider locate --format markdown`` with the
-default settings. ``tests/spider/test_example_comment.py`` fails when either file differs
+default settings and documents embedded in fp32 (``SPIDER_ENCODER=onnx``: ``auto`` embeds in
+int8 on a CPU with VNNI, whose vectors can swap two neighbours, so the page would follow
+the machine). ``tests/spider/test_example_comment.py`` fails when either file differs
 from what this renders. Regenerate with::
 
     python -m tests.example_comment
@@ -26,6 +28,7 @@ REGENERATE = "python -m tests.example_comment"
 RELEASE = "requests==2.10.0"
 REPO_URL = "https://github.com/psf/requests"
 COMMIT = "efb4af01271c8c0ddf49457c7096a5bc91edbdad"  # the v2.10.0 tag
+DOCUMENT_ENCODER = "onnx"  # fp32 on every CPU: the page does not depend on the machine
 EXCERPT_ITEMS = 3  # the README quotes the first items; the page has the whole comment
 SHOWN = 5  # items the comment lists in full (spider.comment.render.SHOWN)
 EXCERPT_START = "<!-- example-comment:start -->"
@@ -45,8 +48,10 @@ and into the README (tests/spider/test_example_comment.py checks both). -->
 
 What the app posts for an issue on [psf/requests](https://github.com/psf/requests) at
 v2.10.0, made on the command line with the default settings (the engine's own
-`--format markdown` is exactly the comment the app renders). The issue text is a short
-restatement of requests' issue about `iter_content(decode_unicode=True)`
+`--format markdown` is exactly the comment the app renders), the function texts embedded
+in fp32 so that any CPU makes the same page (`SPIDER_ENCODER=onnx`; by default a CPU with
+int8 dot products embeds them in int8, which can swap two neighbouring candidates). The
+issue text is a short restatement of requests' issue about `iter_content(decode_unicode=True)`
 ([the upstream report](https://github.com/psf/requests/issues/3359)). The files are the
 release as PyPI ships it (the same as the tag's): a tree without git, so its permalinks
 pin the tag's commit with `--commit`, and no earlier commit is quoted (the app, reading
@@ -55,7 +60,7 @@ the repository's history, may add what earlier commits said).
 ```sh
 pip download {RELEASE} --no-deps -d requests-2.10.0
 (cd requests-2.10.0 && python3 -m zipfile -e requests-2.10.0-py2.py3-none-any.whl .)
-spider locate requests-2.10.0 --format markdown \\
+SPIDER_ENCODER=onnx spider locate requests-2.10.0 --format markdown \\
     --repo-url {REPO_URL} --commit {COMMIT} \\
     --issue '{ISSUE}'
 ```
@@ -88,7 +93,7 @@ def comment(tree: Path, cache: Path) -> str:
         app,
         ["locate", str(tree), "--format", "markdown", "--repo-url", REPO_URL,
          "--commit", COMMIT, "--issue", ISSUE, "--quiet"],
-        env={"SPIDER_CACHE_DIR": str(cache)},
+        env={"SPIDER_CACHE_DIR": str(cache), "SPIDER_ENCODER": DOCUMENT_ENCODER},
     )
     if out.exit_code != 0:
         raise RuntimeError(f"spider locate failed: {out.stderr or out.output}")
