@@ -3,7 +3,7 @@
 The example is requests 2.10.0 as PyPI ships it (the wheel's files are the tag's:
 permalinks pin the tag's commit), ranked by ``spider locate --format markdown`` with the
 default settings and documents embedded in fp32 (``SPIDER_ENCODER=onnx``: ``auto`` embeds in
-int8 on a CPU with VNNI, whose vectors can swap two neighbours, so the page would follow
+bf16 on some CPUs, whose vectors can move a rank in the details, so the page would follow
 the machine). ``tests/spider/test_example_comment.py`` fails when either file differs
 from what this renders. Regenerate with::
 
@@ -49,9 +49,9 @@ and into the README (tests/spider/test_example_comment.py checks both). -->
 What the app posts for an issue on [psf/requests](https://github.com/psf/requests) at
 v2.10.0, made on the command line with the default settings (the engine's own
 `--format markdown` is exactly the comment the app renders), the function texts embedded
-in fp32 so that any CPU makes the same page (`SPIDER_ENCODER=onnx`; by default a CPU with
-int8 dot products embeds them in int8, which can swap two neighbouring candidates). The
-issue text is a short restatement of requests' issue about `iter_content(decode_unicode=True)`
+in fp32 so that any CPU makes the same page (`SPIDER_ENCODER=onnx`; by default a CPU where
+bf16 is faster embeds them in bf16, which can move a rank in the details by one or two).
+The issue text is a short restatement of requests' issue about `iter_content(decode_unicode=True)`
 ([the upstream report](https://github.com/psf/requests/issues/3359)). The files are the
 release as PyPI ships it (the same as the tag's): a tree without git, so its permalinks
 pin the tag's commit with `--commit`, and no earlier commit is quoted (the app, reading
