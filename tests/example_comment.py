@@ -49,7 +49,7 @@ and into the README (tests/spider/test_example_comment.py checks both). -->
 What the app posts for an issue on [psf/requests](https://github.com/psf/requests) at
 v2.10.0, made on the command line with the default settings (the engine's own
 `--format markdown` is exactly the comment the app renders), the function texts embedded
-in fp32 so that any CPU makes the same page (`SPIDER_ENCODER=onnx`; by default a CPU where
+in fp32 so that any CPU makes the same page (`SPIDER_ENCODER={DOCUMENT_ENCODER}`; by default a CPU where
 bf16 is faster embeds them in bf16, which can move a rank in the details by one or two).
 The issue text is a short restatement of requests' issue about `iter_content(decode_unicode=True)`
 ([the upstream report](https://github.com/psf/requests/issues/3359)). The files are the
@@ -60,7 +60,7 @@ the repository's history, may add what earlier commits said).
 ```sh
 pip download {RELEASE} --no-deps -d requests-2.10.0
 (cd requests-2.10.0 && python3 -m zipfile -e requests-2.10.0-py2.py3-none-any.whl .)
-SPIDER_ENCODER=onnx spider locate requests-2.10.0 --format markdown \\
+SPIDER_ENCODER={DOCUMENT_ENCODER} spider locate requests-2.10.0 --format markdown \\
     --repo-url {REPO_URL} --commit {COMMIT} \\
     --issue '{ISSUE}'
 ```

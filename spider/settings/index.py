@@ -91,8 +91,8 @@ class EncoderSettings(Concern):
         "auto",
         description="how texts are embedded: torch (sentence-transformers, fp32), torch-bf16 "
         "(documents in bfloat16 autocast, queries through ONNX fp32), onnx (ONNX Runtime, "
-        "fp32: the same vectors to ~1e-7), onnx-int8 (documents in int8, 2.2x ONNX fp32 on a "
-        "CPU with VNNI, cosine 0.9989 to fp32, multilingual dev MRR@20 0.003 lower; queries "
+        "fp32: the same vectors to ~1e-7), onnx-int8 (documents in int8, 1.7-2.2x ONNX fp32 "
+        "on a CPU with VNNI, cosine 0.9989 to fp32, multilingual dev MRR@20 0.003 lower; queries "
         "through ONNX fp32); auto = torch-bf16 where bf16 is faster than fp32 (AMX; AVX-512 "
         "BF16 on AMD), else onnx. docs/benchmark.md: throughput and Recall@20 of each; the "
         "cache keeps them apart",
