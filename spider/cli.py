@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from spider.source import SourceTree
 
 
-
 class SpiderGroup(LazyGroup):
     """The ``spider`` command: ``bench`` and ``train`` load only when named."""
 

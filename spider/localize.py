@@ -87,24 +87,6 @@ def confidence(fs: FirstStage, ranker: PoolRanker | None) -> float | None:
     return None if cal is None else cal.probability(float(fs.head_logits[0]))
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def start_llm(
     settings: EngineSettings, issue: Issue, backend: Backend | None, progress: Progress | None
 ) -> Judge | None:
@@ -186,8 +168,6 @@ def kept_named(
     return set(sorted(found, key=lambda c: int(fs.rank[at[c]]))[:MAX_KEPT_NAMED])
 
 
-
-
 def rank(
     index: Index,
     issue: Issue,
@@ -248,10 +228,6 @@ def expand(
         folded=folded,
     )
     return exp, final, folded
-
-
-
-
 
 
 def run_settings(
