@@ -265,6 +265,15 @@ def ranker(
             "(each fit takes this many times as long)",
         ),
     ] = 1,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="run the paired CV against the replaced file's recipe this many times, "
+            "each with another split of the repositories into --folds and another bagging "
+            "seed, and average each issue's figures before pairing (each run refits both)",
+        ),
+    ] = 1,
 ) -> None:
     """Choose the pool ranker's settings by leave-repository-out CV and fit it
     (spider/rank/pool_ranker.json)."""
@@ -275,7 +284,7 @@ def ranker(
     config = RankerRun(
         tuple(corpus_dirs), command_line(GROUP), weights_file or MODEL_FILE, write_weights,
         curve, folds, tuple(weak_dirs or []), tuple(without_families or []),
-        tuple(dev_dirs or []), recipe_from, seeds,
+        tuple(dev_dirs or []), recipe_from, seeds, repeats,
     )  # fmt: skip
     try:
         fit = run(config)

@@ -70,11 +70,13 @@ def leave_one_repository_out(
 
 
 def repository_folds(
-    items: Sequence[T], repo: Callable[[T], str], folds: int = 0
+    items: Sequence[T], repo: Callable[[T], str], folds: int = 0, shuffle: int | None = None
 ) -> Iterator[tuple[str, list[T], list[T]]]:
     """Like :func:`leave_one_repository_out`, with ``folds`` groups of whole repositories
     held out in turn (0, or as many folds as repositories: one repository per fold). The
-    held-out name joins the fold's repositories with ``+``."""
+    held-out name joins the fold's repositories with ``+``. ``shuffle``: a seed that draws
+    which repositories share a fold (None: the same size-balanced split every time; one
+    repository per fold has only one split)."""
     groups = [repo(x) for x in items]
     if folds <= 0 or folds >= len(set(groups)):
         yield from leave_one_repository_out(items, repo)
@@ -84,6 +86,11 @@ def repository_folds(
     import numpy as np
     from sklearn.model_selection import GroupKFold
 
-    for train, test in GroupKFold(n_splits=folds).split(np.zeros((len(groups), 1)), groups=groups):
+    split = (
+        GroupKFold(n_splits=folds)
+        if shuffle is None
+        else GroupKFold(n_splits=folds, shuffle=True, random_state=shuffle)
+    )
+    for train, test in split.split(np.zeros((len(groups), 1)), groups=groups):
         held = "+".join(sorted({groups[i] for i in test}))
         yield held, [items[i] for i in train], [items[i] for i in test]

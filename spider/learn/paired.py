@@ -15,6 +15,21 @@ ROUNDS = 2000
 SEED = 0
 
 
+def mean_scored(runs: Sequence[Scored]) -> Scored:
+    """Each instance's metrics averaged over ``runs`` of one model that scored the same
+    instances (a repeated CV); a single run is returned as it is."""
+    if not runs:
+        raise InputError("no scored run to average")
+    if len(runs) == 1:
+        return runs[0]
+    if any(set(run) != set(runs[0]) for run in runs):
+        raise InputError("repeated runs must score the same instances")
+    return {
+        i: (repo, {k: float(np.mean([run[i][1][k] for run in runs])) for k in metrics})
+        for i, (repo, metrics) in runs[0].items()
+    }
+
+
 def paired_deltas(
     candidate: Scored,
     baseline: Scored,

@@ -32,7 +32,7 @@ from spider.learn.corpus import CorpusRow, read_corpus, summarise
 from spider.learn.cv import CVReport, repository_folds
 from spider.learn.excluded import drop_excluded, excluded_repos
 from spider.learn.model_file import Provenance, write_model_file
-from spider.learn.paired import Scored, paired_deltas
+from spider.learn.paired import Scored, mean_scored, paired_deltas
 from spider.learn.platt import fit_platt
 from spider.rank.calibration import Calibration
 from spider.rank.features import HISTORY_FEATURES, RANKER_FEATURES
@@ -190,6 +190,7 @@ class LambdaRank:
     instance's pool, rows of a query adjacent); the fitted model is a :class:`PoolRanker`."""
 
     params: Params
+    seed: int = SEED  # the first booster's bagging seed (the others follow it)
     fitted: PoolRanker | None = None
 
     def fit(
@@ -205,7 +206,7 @@ class LambdaRank:
         sizes = [len(list(run)) for _key, run in itertools.groupby(groups)]
         start = prior_scores(x, self.params.prior)
         parts = []
-        for seed in range(SEED, SEED + self.params.seeds):
+        for seed in range(self.seed, self.seed + self.params.seeds):
             data = lightgbm.Dataset(x, y, group=sizes, init_score=start)
             booster = lightgbm.train(
                 self.params.lgbm(seed), data, num_boost_round=self.params.trees
@@ -227,16 +228,16 @@ class LambdaRank:
         return self.model.scores(x)
 
 
-def fit(rows: Sequence[CorpusRow], params: Params) -> PoolRanker:
+def fit(rows: Sequence[CorpusRow], params: Params, seed: int = SEED) -> PoolRanker:
     """A lambdarank model over the pools of ``rows`` (rows without an edited candidate in
-    the pool teach nothing and are skipped)."""
+    the pool teach nothing and are skipped), its bagging drawn from ``seed``."""
     teach = [r for r in rows if r.positives > 0]
     if not teach:
         raise InputError("no training instance has an edited function among its candidates")
     x = np.vstack([r.x for r in teach])
     y = np.concatenate([r.y for r in teach])
     groups = [n for n, r in enumerate(teach) for _ in range(len(r.y))]
-    return LambdaRank(params).fit(x, y, groups).model
+    return LambdaRank(params, seed).fit(x, y, groups).model
 
 
 def metrics(y: np.ndarray, labels: int) -> dict[str, float]:
@@ -296,13 +297,19 @@ def with_weak(
 
 
 def held_out_orders(
-    rows: Sequence[CorpusRow], params: Params, folds: int = 0, weak: Sequence[CorpusRow] = ()
+    rows: Sequence[CorpusRow],
+    params: Params,
+    folds: int = 0,
+    weak: Sequence[CorpusRow] = (),
+    repeat: int = 0,
 ) -> Iterator[tuple[CorpusRow, np.ndarray, np.ndarray]]:
     """Each row with its scores and order under ``params`` fitted without its fold
     (``folds`` groups of repositories, 0 = one per repository; ``weak`` rows join each
-    fold's fit, never its scores)."""
-    for _held, train, test in repository_folds(rows, _repo, folds):
-        model = fit(with_weak(train, test, weak), params)
+    fold's fit, never its scores). ``repeat`` > 0 draws another split of the repositories
+    into folds and another bagging seed (repeated CV); 0 is the one split every run makes."""
+    shuffle = repeat if repeat > 0 else None
+    for _held, train, test in repository_folds(rows, _repo, folds, shuffle):
+        model = fit(with_weak(train, test, weak), params, SEED + repeat)
         for r in test:
             s = model.scores(r.x)
             yield r, s, np.argsort(-s, kind="stable")
@@ -324,14 +331,15 @@ def loro(
     params: Params,
     folds: int = 0,
     weak: Sequence[CorpusRow] = (),
+    repeat: int = 0,
 ) -> HeldOut:
     """Leave-repository-out figures of ``params`` (``folds`` groups of repositories, 0 = one
     per repository). ``weak`` rows (e.g. fix commits mined from history) join each fold's
-    fit, never its scores."""
+    fit, never its scores; ``repeat``: which split and seed (:func:`held_out_orders`)."""
     tally = Tally()
     top: list[tuple[float, int]] = []
     scored: dict[str, tuple[str, dict[str, float]]] = {}
-    for r, s, order in held_out_orders(rows, params, folds, weak):
+    for r, s, order in held_out_orders(rows, params, folds, weak, repeat):
         scored[r.instance_id] = (r.repo, tally.add(r, order))
         if len(order):
             top.append((float(s[order[0]]), int(r.y[order[0]])))
@@ -396,21 +404,32 @@ def versus_recipe(
     folds: int = 0,
     weak: Sequence[CorpusRow] = (),
     candidate_scored: Scored | None = None,
+    repeats: int = 1,
 ) -> dict[str, Any]:
     """Two recipes (settings, families left out) in the same corpus CV, paired per
     instance: whether the candidate's recipe loses to the baseline's beyond the noise.
     ``candidate_scored``: the candidate's out-of-fold metrics where its CV already made them
-    (the same folds), so they are not fitted again."""
+    (the same folds), so they are not fitted again. ``repeats`` > 1: the CV run that many
+    times, each with another split of the repositories and bagging seed (both recipes on
+    the same ones), and each instance's metrics averaged over the runs before pairing, so
+    that which repositories happened to share a fold weighs less."""
+    if repeats < 1:
+        raise InputError(f"repeats must be at least 1, not {repeats}")
 
-    def scored(recipe: tuple[Params, Sequence[str]]) -> Scored:
+    def scored(recipe: tuple[Params, Sequence[str]], repeat: int) -> Scored:
         params, drop = recipe
-        return loro(without(raw, drop), params, folds, without(weak, drop)).scored
+        return loro(without(raw, drop), params, folds, without(weak, drop), repeat).scored
 
     params, drop = baseline
-    mine = candidate_scored if candidate_scored is not None else scored(candidate)
+    mine = [
+        candidate_scored if r == 0 and candidate_scored is not None else scored(candidate, r)
+        for r in range(repeats)
+    ]
+    theirs = [scored(baseline, r) for r in range(repeats)]
     return {
         "baseline": {**dataclasses.asdict(params), "without": list(drop)},
-        **paired_deltas(mine, scored(baseline), PAIRED_METRICS),
+        "repeats": repeats,
+        **paired_deltas(mean_scored(mine), mean_scored(theirs), PAIRED_METRICS),
     }
 
 
@@ -533,6 +552,7 @@ class RankerRun:
     dev_dirs: tuple[Path, ...] = ()  # development pools: choose between models, never fit
     recipe_from: Path | None = None  # this file's recipe instead of the grid's choice
     seeds: int = 1  # boosters averaged at every grid point (Params.seeds)
+    repeats: int = 1  # runs of the paired CV against the predecessor's recipe, averaged
 
 
 @dataclass
@@ -587,8 +607,9 @@ def run(config: RankerRun) -> RankerFit:
     recipe = recipe_of(replaced) if predecessor is not None else None
     if recipe is not None:  # the predecessor's recipe in the same CV, paired
         cv["versus_predecessor_recipe"] = versus_recipe(
-            raw, (chosen.params, drop), recipe, config.folds, raw_weak, chosen.scored
-        )
+            raw, (chosen.params, drop), recipe, config.folds, raw_weak, chosen.scored,
+            config.repeats,
+        )  # fmt: skip
     if config.write:
         shipped = config.target.resolve() == MODEL_FILE.resolve()
         result.refusal = ship_refusal(cv.get("dev", {})) if shipped else None

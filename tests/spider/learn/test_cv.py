@@ -35,3 +35,19 @@ def test_repository_folds_hold_out_whole_repositories_once() -> None:
     # 0 folds, or as many as repositories: one repository per fold
     assert len(list(repository_folds(items, lambda x: x[0], folds=0))) == 5
     assert len(list(repository_folds(items, lambda x: x[0], folds=9))) == 5
+
+
+def test_a_shuffle_seed_draws_another_split_of_whole_repositories() -> None:
+    """Repeated CV: each seed groups the repositories differently, never splitting one."""
+    items = [(f"r{i % 8}", i) for i in range(32)]
+
+    def split(shuffle: int | None) -> frozenset[frozenset[str]]:
+        folds = list(repository_folds(items, lambda x: x[0], folds=4, shuffle=shuffle))
+        assert len(folds) == 4
+        return frozenset(frozenset(r for r, _ in test) for _, _, test in folds)
+
+    assert split(None) == split(None) and split(1) == split(1)  # each split reproducible
+    assert len({split(s) for s in (None, 1, 2, 3)}) > 1
+    for s in (1, 2, 3):
+        held = [r for fold in split(s) for r in fold]
+        assert sorted(held) == sorted({r for r, _ in items})  # each repository held out once

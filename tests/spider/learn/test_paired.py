@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from spider.errors import InputError
-from spider.learn.paired import paired_deltas
+from spider.learn.paired import mean_scored, paired_deltas
 
 
 def _scored(values: dict[str, tuple[str, float]]) -> dict[str, tuple[str, dict[str, float]]]:
@@ -44,3 +44,17 @@ def test_both_models_must_score_the_same_instances() -> None:
         paired_deltas(fewer, BASE, ["R@20"])
     with pytest.raises(InputError, match="at least one"):
         paired_deltas({}, {}, ["R@20"])
+
+
+def test_repeated_runs_are_averaged_per_instance_before_pairing() -> None:
+    higher = {i: (repo, {"R@20": m["R@20"] + 0.2}) for i, (repo, m) in BASE.items()}
+    mean = mean_scored([BASE, higher])
+    assert all(mean[i][1]["R@20"] == pytest.approx(BASE[i][1]["R@20"] + 0.1) for i in BASE)
+    assert all(mean[i][0] == BASE[i][0] for i in BASE)
+    assert mean_scored([BASE]) is BASE
+    d = paired_deltas(mean, BASE, ["R@20"])["R@20"]
+    assert d["delta"] == pytest.approx(0.1)
+    with pytest.raises(InputError, match="same instances"):
+        mean_scored([BASE, dict(list(BASE.items())[1:])])
+    with pytest.raises(InputError, match="no scored run"):
+        mean_scored([])

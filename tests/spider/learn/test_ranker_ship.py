@@ -119,6 +119,15 @@ def test_an_older_files_recipe_is_refitted_and_paired_by_the_command(tmp_path: P
     assert report["without"] == ["history"]
     versus = report["versus_predecessor_recipe"]
     assert all(versus[m]["delta"] == 0.0 for m in ("R@5", "R@20", "MRR@20"))
+    assert versus["repeats"] == 1
+    # repeated: other splits and seeds, the same for both recipes, so still level
+    again = runner.invoke(
+        app, [*args, "--recipe-of", str(old), "--weights-file", str(old), "--repeats", "3"]
+    )
+    assert again.exit_code == 0, again.output
+    versus = json.loads(again.output[: again.output.rindex("}") + 1])["versus_predecessor_recipe"]
+    assert versus["repeats"] == 3
+    assert all(versus[m]["delta"] == 0.0 for m in ("R@5", "R@20", "MRR@20"))
 
     bare = _write(tmp_path / "bare.json", fit(rows, SMALL[0]))  # records no settings
     refused = runner.invoke(app, [*args, "--recipe-of", str(bare)])
