@@ -597,7 +597,7 @@ def run(config: RankerRun) -> RankerFit:
         cv["weak"] = {k: w[k] for k in ("repositories", "total", "pool_recall")}
     cv["without"] = drop
     result = RankerFit(cv)
-    if not (config.write or dev or config.recipe_from):
+    if not (config.write or dev or config.recipe_from or config.repeats > 1):
         return result
     model = dataclasses.replace(fit([*rows, *weak], chosen.params), calibration=chosen.calibration)
     replaced = config.target if config.target.is_file() else MODEL_FILE  # else the shipped
@@ -605,6 +605,12 @@ def run(config: RankerRun) -> RankerFit:
     if dev:
         cv["dev"] = dev_evidence(model, predecessor, dev, drop)
     recipe = recipe_of(replaced) if predecessor is not None else None
+    if recipe is None and config.repeats > 1:
+        raise InputError(
+            f"--repeats repeats the paired CV against the recipe of {replaced}, which "
+            "records no settings; name a file written by `spider train ranker` with "
+            "--weights-file"
+        )
     if recipe is not None:  # the predecessor's recipe in the same CV, paired
         cv["versus_predecessor_recipe"] = versus_recipe(
             raw, (chosen.params, drop), recipe, config.folds, raw_weak, chosen.scored,

@@ -133,6 +133,8 @@ def test_an_older_files_recipe_is_refitted_and_paired_by_the_command(tmp_path: P
     refused = runner.invoke(app, [*args, "--recipe-of", str(bare)])
     assert refused.exit_code != 0
     assert "records no settings" in refused.output and "--recipe-of" in refused.output
+    unpaired = runner.invoke(app, [*args, "--weights-file", str(bare), "--repeats", "2"])
+    assert unpaired.exit_code != 0 and "--repeats" in unpaired.output
     reseeded = runner.invoke(app, [*args, "--recipe-of", str(old), "--seeds", "2"])
     assert reseeded.exit_code != 0 and "the file's own" in reseeded.output
 
