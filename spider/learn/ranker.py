@@ -577,6 +577,13 @@ def run(config: RankerRun) -> RankerFit:
         grid, drop = given_recipe(config.recipe_from, drop)
     else:
         grid = tuple(dataclasses.replace(p, seeds=config.seeds) for p in grid)
+    replaced = config.target if config.target.is_file() else MODEL_FILE  # else the shipped
+    if config.repeats > 1 and not (replaced.is_file() and recipe_of(replaced)):
+        raise InputError(  # before the CV's minutes, not after
+            f"--repeats repeats the paired CV against the recipe of {replaced}, which "
+            "records no settings; name a file written by `spider train ranker` with "
+            "--weights-file"
+        )
     raw, banned = training_rows([r for d in config.corpus_dirs for r in read_corpus(d)])
     raw_weak, weak_banned = training_rows([r for d in config.weak_dirs for r in read_corpus(d)])
     rows, weak = without(raw, drop), without(raw_weak, drop)
@@ -600,17 +607,10 @@ def run(config: RankerRun) -> RankerFit:
     if not (config.write or dev or config.recipe_from or config.repeats > 1):
         return result
     model = dataclasses.replace(fit([*rows, *weak], chosen.params), calibration=chosen.calibration)
-    replaced = config.target if config.target.is_file() else MODEL_FILE  # else the shipped
     predecessor = load_ranker(replaced) if replaced.is_file() else None
     if dev:
         cv["dev"] = dev_evidence(model, predecessor, dev, drop)
     recipe = recipe_of(replaced) if predecessor is not None else None
-    if recipe is None and config.repeats > 1:
-        raise InputError(
-            f"--repeats repeats the paired CV against the recipe of {replaced}, which "
-            "records no settings; name a file written by `spider train ranker` with "
-            "--weights-file"
-        )
     if recipe is not None:  # the predecessor's recipe in the same CV, paired
         cv["versus_predecessor_recipe"] = versus_recipe(
             raw, (chosen.params, drop), recipe, config.folds, raw_weak, chosen.scored,
